@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: GPL-2.0
+/* bcache-super-show: print and check a dm-bcache superblock. */
+#include <ctype.h>
+#include <endian.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lib.h"
+
+#define PROG "bcache-super-show"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " [-u] <device>\n"
+		"Print the dm-bcache superblock of <device> and check it.\n\n"
+		"  -u, --uuids  also print the valid slots of the UUID table\n"
+		"  -h, --help   show this help\n");
+}
+
+/* Labels come from disk: print them escaped, never raw. */
+static void print_label(const char *name, const uint8_t *label, size_t len)
+{
+	size_t i;
+
+	printf("%s\t", name);
+	for (i = 0; i < len && label[i]; i++) {
+		if (label[i] == '\\')
+			fputs("\\\\", stdout);
+		else if (isprint(label[i]))
+			putchar(label[i]);
+		else
+			printf("\\x%02x", label[i]);
+	}
+	putchar('\n');
+}
+
+static void print_uuid(const char *name, const uint8_t *uuid)
+{
+	char buf[BCH_UUID_STR_LEN];
+
+	bch_uuid_format(uuid, buf);
+	printf("%s\t%s\n", name, buf);
+}
+
+static void print_time(const char *name, uint64_t t)
+{
+	time_t tt = t;
+	struct tm tm;
+	char buf[64];
+
+	if (!t) {
+		printf("%s\t0 (never)\n", name);
+		return;
+	}
+	if (!gmtime_r(&tt, &tm) ||
+	    !strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(buf, sizeof(buf), "?");
+	printf("%s\t%llu (%s)\n", name, (unsigned long long)t, buf);
+}
+
+static void print_sectors(const char *name, uint32_t sectors)
+{
+	printf("%s\t%llu (%u sectors)\n", name,
+	       (unsigned long long)sectors << BCH_SECTOR_SHIFT, sectors);
+}
+
+static void print_root(const struct bch_sb_disk *sb)
+{
+	const struct bch_bkey_disk *k = &sb->btree_root;
+	uint64_t ptr = le64toh(k->ptr);
+
+	if (!le32toh(k->size))
+		printf("btree.root\tnone\n");
+	else if (!(le64toh(sb->flags) & BCH_SB_CLEAN))
+		printf("btree.root\tstale (not clean)\n");
+	else
+		printf("btree.root\tbucket %llu gen %u level %u (sector %llu, %u sectors)\n",
+		       (unsigned long long)(ptr / le32toh(sb->bucket_size)),
+		       k->gen, le32toh(sb->btree_level),
+		       (unsigned long long)ptr, le32toh(k->size));
+}
+
+static void print_sb(const struct bch_sb_disk *sb, uint64_t dev_sectors)
+{
+	uint64_t flags = le64toh(sb->flags);
+
+	printf("sb.magic\tok\n");
+	printf("sb.csum\t0x%08x ok\n", le32toh(sb->csum));
+	printf("sb.version\t%u\n", le32toh(sb->version));
+	print_uuid("dev.uuid", sb->uuid);
+	print_uuid("cset.uuid", sb->set_uuid);
+	print_label("dev.label", sb->label, sizeof(sb->label));
+	printf("sb.flags\t%s", flags & BCH_SB_CLEAN ? "clean" : "dirty");
+	if (flags & ~BCH_SB_CLEAN)
+		printf(" unknown 0x%llx",
+		       (unsigned long long)(flags & ~BCH_SB_CLEAN));
+	putchar('\n');
+	printf("sb.seq\t%llu\n", (unsigned long long)le64toh(sb->seq));
+	print_time("sb.created", le64toh(sb->created));
+	print_time("sb.last_attach", le64toh(sb->last_attach));
+	print_sectors("block_size", le32toh(sb->block_size));
+	print_sectors("bucket_size", le32toh(sb->bucket_size));
+	printf("nbuckets\t%llu\n", (unsigned long long)le64toh(sb->nbuckets));
+	printf("first_bucket\t%llu\n",
+	       (unsigned long long)le64toh(sb->first_bucket));
+	printf("data_buckets\t%llu\n",
+	       (unsigned long long)(le64toh(sb->nbuckets) -
+				    le64toh(sb->first_bucket)));
+	printf("device_sectors\t%llu\n",
+	       (unsigned long long)le64toh(sb->device_sectors));
+	printf("dev.sectors\t%llu\n", (unsigned long long)dev_sectors);
+	printf("prio.offset\t%llu %llu\n",
+	       (unsigned long long)le64toh(sb->prio_offset[0]),
+	       (unsigned long long)le64toh(sb->prio_offset[1]));
+	printf("prio.sectors\t%u\n", le32toh(sb->prio_sectors));
+	printf("prio.current\t%u\n", le32toh(sb->prio_current));
+}
+
+/* Verify the current copy of a metadata region against the superblock. */
+static bool check_copy(struct bch_dev *dev, const char *key,
+		       const char *what, uint64_t sector, uint32_t sectors,
+		       uint32_t stored, unsigned int copy)
+{
+	uint32_t csum;
+
+	if (bch_region_csum(dev, sector, sectors, &csum)) {
+		printf("%s.csum\t0x%08x BAD\n", key, stored);
+		fprintf(stderr, PROG ": %s\n", bch_strerror());
+		return false;
+	}
+	printf("%s.csum\t0x%08x %s\n", key, stored,
+	       csum == stored ? "ok" : "BAD");
+	if (csum != stored)
+		fprintf(stderr, PROG ": %s: %s copy %u checksum mismatch (stored 0x%08x, computed 0x%08x)\n",
+			dev->path, what, copy, stored, csum);
+	return csum == stored;
+}
+
+static void print_slot_flags(const char *name, uint32_t flags)
+{
+	static const struct { uint32_t bit; const char *name; } bits[] = {
+		{ BCH_UUID_VALID,	"valid" },
+		{ BCH_UUID_EPHEMERAL,	"ephemeral" },
+		{ BCH_UUID_ATTACHED,	"attached" },
+		{ BCH_UUID_FINGERPRINT,	"fingerprint" },
+	};
+	const char *sep = "";
+	unsigned int i;
+
+	printf("%s\t", name);
+	for (i = 0; i < ARRAY_SIZE(bits); i++) {
+		if (flags & bits[i].bit) {
+			printf("%s%s", sep, bits[i].name);
+			sep = ",";
+			flags &= ~bits[i].bit;
+		}
+	}
+	if (flags)
+		printf("%s0x%x", sep, flags);
+	putchar('\n');
+}
+
+/* "slot.<index>.<field>"; one name is in use at a time. */
+static const char *field(unsigned int slot, const char *f)
+{
+	static char name[64];
+
+	snprintf(name, sizeof(name), "slot.%u.%s", slot, f);
+	return name;
+}
+
+static int print_slots(struct bch_dev *dev, uint64_t sector)
+{
+	static struct bch_uuid_disk t[BCH_UUID_SLOTS];
+	const struct bch_uuid_disk *u;
+	unsigned int i, n = 0;
+
+	if (bch_pread_all(dev, t, sizeof(t), sector << BCH_SECTOR_SHIFT)) {
+		fprintf(stderr, PROG ": %s\n", bch_strerror());
+		return 1;
+	}
+	for (i = 0; i < BCH_UUID_SLOTS; i++)
+		n += !!(le32toh(t[i].flags) & BCH_UUID_VALID);
+	printf("uuid.slots\t%u\n", n);
+
+	for (i = 0; i < BCH_UUID_SLOTS; i++) {
+		u = &t[i];
+		if (!(le32toh(u->flags) & BCH_UUID_VALID))
+			continue;
+		print_uuid(field(i, "uuid"), u->uuid);
+		print_label(field(i, "label"), u->label, sizeof(u->label));
+		printf("%s\t%llu\n", field(i, "sectors"),
+		       (unsigned long long)le64toh(u->sectors));
+		printf("%s\t%u\n", field(i, "epoch"), le32toh(u->epoch));
+		print_slot_flags(field(i, "flags"), le32toh(u->flags));
+		if (le32toh(u->flags) & BCH_UUID_FINGERPRINT)
+			printf("%s\t0x%08x\n", field(i, "fingerprint"),
+			       le32toh(u->fingerprint));
+		else
+			printf("%s\tnone\n", field(i, "fingerprint"));
+		print_time(field(i, "first_attach"), le64toh(u->first_attach));
+		print_time(field(i, "last_attach"), le64toh(u->last_attach));
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "uuids",	no_argument, NULL, 'u' },
+		{ "help",	no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct bch_sb_disk sb;
+	struct bch_dev dev;
+	bool uuids = false, uuid_ok;
+	unsigned int cur;
+	int c, ret = 0;
+
+	while ((c = getopt_long(argc, argv, "uh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'u':
+			uuids = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			fprintf(stderr, "Try '" PROG " --help' for more information.\n");
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, PROG ": %s\n",
+			optind == argc ? "no device given" : "too many arguments");
+		usage(stderr);
+		return 2;
+	}
+
+	if (bch_dev_open(&dev, argv[optind], false)) {
+		fprintf(stderr, PROG ": %s\n", bch_strerror());
+		return 1;
+	}
+	if (bch_sb_load(&dev, &sb)) {
+		fprintf(stderr, PROG ": %s: %s\n", dev.path, bch_strerror());
+		bch_dev_close(&dev);
+		return 1;
+	}
+
+	print_sb(&sb, dev.size >> BCH_SECTOR_SHIFT);
+	cur = le32toh(sb.prio_current);
+	if (!check_copy(&dev, "prio", "bucket array",
+			le64toh(sb.prio_offset[cur]),
+			le32toh(sb.prio_sectors), le32toh(sb.prio_csum), cur))
+		ret = 1;
+
+	printf("uuid.offset\t%llu %llu\n",
+	       (unsigned long long)le64toh(sb.uuid_offset[0]),
+	       (unsigned long long)le64toh(sb.uuid_offset[1]));
+	printf("uuid.sectors\t%u\n", le32toh(sb.uuid_sectors));
+	cur = le32toh(sb.uuid_current);
+	printf("uuid.current\t%u\n", cur);
+	uuid_ok = check_copy(&dev, "uuid", "UUID table",
+			     le64toh(sb.uuid_offset[cur]),
+			     le32toh(sb.uuid_sectors), le32toh(sb.uuid_csum),
+			     cur);
+	if (!uuid_ok)
+		ret = 1;
+
+	print_root(&sb);
+
+	/* A table that fails its checksum is garbage: do not decode it. */
+	if (uuids && uuid_ok && print_slots(&dev, le64toh(sb.uuid_offset[cur])))
+		ret = 1;
+
+	bch_dev_close(&dev);
+	return ret;
+}

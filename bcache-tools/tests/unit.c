@@ -1,0 +1,653 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host-side tests of bcache-tools: the library directly, and the two
+ * binaries run on sparse temporary files. Usage: tests/unit <bindir>
+ */
+#include <endian.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib.h"
+
+#define SET_UUID	"0123abcd-4567-89ab-cdef-0123456789ab"
+#define MiB		(1024ULL * 1024)
+
+static const char *bindir;
+static char tmpdir[] = "/tmp/bcache-unit.XXXXXX";
+static unsigned int passed, failed;
+static char out[1 << 16], err[1 << 16];
+
+__printf(2, 3) static bool check(bool ok, const char *fmt, ...);
+
+static bool check(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s ", ok ? "ok  " : "FAIL");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	if (ok)
+		passed++;
+	else
+		failed++;
+	return ok;
+}
+
+/* A name inside the temp dir, valid until the end of the run. */
+static const char *tpath(const char *name)
+{
+	static char bufs[64][PATH_MAX];
+	static unsigned int n;
+	char *p = bufs[n++ % ARRAY_SIZE(bufs)];
+
+	snprintf(p, PATH_MAX, "%s/%s", tmpdir, name);
+	return p;
+}
+
+static void slurp(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	if (f) {
+		n = fread(buf, 1, size - 1, f);
+		fclose(f);
+	}
+	buf[n] = '\0';
+}
+
+/* Run a tool on NULL-terminated args, capturing out/err; exit status. */
+static int runv(const char *tool, const char *const *args)
+{
+	char prog[PATH_MAX], outp[PATH_MAX], errp[PATH_MAX];
+	const char *argv[32];
+	unsigned int argc = 0;
+	int status;
+	pid_t pid;
+
+	snprintf(prog, sizeof(prog), "%s/%s", bindir, tool);
+	snprintf(outp, sizeof(outp), "%s/stdout", tmpdir);
+	snprintf(errp, sizeof(errp), "%s/stderr", tmpdir);
+	argv[argc++] = prog;
+	while (argc < 31 && *args)
+		argv[argc++] = *args++;
+	argv[argc] = NULL;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+			_exit(126);
+		execv(prog, (char **)argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	slurp(outp, out, sizeof(out));
+	slurp(errp, err, sizeof(err));
+	return WEXITSTATUS(status);
+}
+
+#define run(tool, ...) runv(tool, (const char *const[]){ __VA_ARGS__ })
+
+static void make_file(const char *path, uint64_t size)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+	if (fd < 0 || ftruncate(fd, size)) {
+		perror(path);
+		exit(1);
+	}
+	close(fd);
+}
+
+static void rw_file(const char *path, void *buf, size_t len, uint64_t off,
+		    bool write)
+{
+	struct bch_dev dev;
+	int r;
+
+	if (bch_dev_open(&dev, path, write)) {
+		fprintf(stderr, "%s\n", bch_strerror());
+		exit(1);
+	}
+	r = write ? bch_pwrite_all(&dev, buf, len, off) :
+		bch_pread_all(&dev, buf, len, off);
+	if (r) {
+		fprintf(stderr, "%s\n", bch_strerror());
+		exit(1);
+	}
+	bch_dev_close(&dev);
+}
+
+static void read_sb(const char *path, struct bch_sb_disk *sb)
+{
+	rw_file(path, sb, sizeof(*sb), BCH_SB_OFFSET, false);
+}
+
+static void write_sb(const char *path, struct bch_sb_disk *sb)
+{
+	sb->csum = htole32(bch_sb_csum(sb));
+	rw_file(path, sb, sizeof(*sb), BCH_SB_OFFSET, true);
+}
+
+static void flip_byte(const char *path, uint64_t off)
+{
+	uint8_t b;
+
+	rw_file(path, &b, 1, off, false);
+	b ^= 0x5a;
+	rw_file(path, &b, 1, off, true);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	static uint8_t buf[1 << 20];
+	struct bch_dev src;
+	uint64_t off, n;
+
+	if (bch_dev_open(&src, from, false)) {
+		fprintf(stderr, "%s\n", bch_strerror());
+		exit(1);
+	}
+	make_file(to, src.size);
+	for (off = 0; off < src.size; off += n) {
+		n = src.size - off < sizeof(buf) ? src.size - off : sizeof(buf);
+		rw_file(from, buf, n, off, false);
+		rw_file(to, buf, n, off, true);
+	}
+	bch_dev_close(&src);
+}
+
+static bool has(const char *haystack, const char *needle)
+{
+	return strstr(haystack, needle) != NULL;
+}
+
+static void test_crc32c(void)
+{
+	uint8_t buf[32];
+	unsigned int i;
+
+	check(bch_csum("123456789", 9) == 0xE3069283, "crc32c(\"123456789\")");
+	check(bch_csum("", 0) == 0, "crc32c of nothing");
+	/* RFC 3720 B.4 vectors */
+	memset(buf, 0, 32);
+	check(bch_csum(buf, 32) == 0x8A9136AA, "crc32c 32 zero bytes");
+	memset(buf, 0xff, 32);
+	check(bch_csum(buf, 32) == 0x62A8AB43, "crc32c 32 0xff bytes");
+	for (i = 0; i < 32; i++)
+		buf[i] = i;
+	check(bch_csum(buf, 32) == 0x46DD794E, "crc32c 0..31");
+	check(~crc32c(crc32c(~0U, buf, 13), buf + 13, 19) == 0x46DD794E,
+	      "crc32c is incremental");
+}
+
+static void test_sizes(void)
+{
+	static const struct { const char *s; uint64_t v; } good[] = {
+		{ "512", 512 }, { "4k", 4096 }, { "4K", 4096 },
+		{ "512k", 512 * 1024 }, { "1M", MiB }, { "1G", 1024 * MiB },
+		{ "2T", 2ULL << 40 }, { "0", 0 },
+	};
+	static const char * const bad[] = {
+		"", "k", "4x", "-1", "+4", " 4", "4kk", "4 k", "0x10",
+		"99999999999999999999", "16777216T",
+	};
+	unsigned int i;
+	uint64_t v;
+
+	for (i = 0; i < ARRAY_SIZE(good); i++) {
+		v = 1;
+		check(!bch_parse_size(good[i].s, &v) && v == good[i].v,
+		      "size '%s' = %llu", good[i].s,
+		      (unsigned long long)good[i].v);
+	}
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		check(bch_parse_size(bad[i], &v) && has(bch_strerror(), "invalid size"),
+		      "size '%s' rejected", bad[i]);
+}
+
+static void test_uuid(void)
+{
+	uint8_t a[16], b[16];
+	char s[BCH_UUID_STR_LEN];
+
+	check(!bch_uuid_generate(a) && (a[6] >> 4) == 4 && (a[8] >> 6) == 2,
+	      "random uuid is RFC 4122 v4");
+	bch_uuid_generate(b);
+	check(memcmp(a, b, 16), "two random uuids differ");
+	bch_uuid_format(a, s);
+	check(strlen(s) == 36 && !bch_uuid_parse(s, b) && !memcmp(a, b, 16),
+	      "uuid format/parse round trip");
+	check(!bch_uuid_parse("0123ABCD-4567-89AB-CDEF-0123456789AB", b) &&
+	      b[0] == 0x01 && b[15] == 0xab, "uuid parse upper case");
+	check(bch_uuid_parse("0123abcd-4567-89ab-cdef-0123456789a", b) &&
+	      bch_uuid_parse("0123abcd4567-89ab-cdef-0123456789abc", b) &&
+	      bch_uuid_parse("0123abcd-4567-89ab-cdef-0123456789ag", b),
+	      "malformed uuids rejected");
+	memset(b, 0, 16);
+	check(bch_uuid_is_nil(b) && !bch_uuid_is_nil(a), "nil uuid detection");
+}
+
+static bool region_is(const char *path, uint64_t sector, uint64_t sectors,
+		      uint64_t first_meta)
+{
+	size_t len = sectors << BCH_SECTOR_SHIFT;
+	struct bch_bucket_disk *p = malloc(len);
+	uint64_t i;
+	bool ok = true;
+
+	rw_file(path, p, len, sector << BCH_SECTOR_SHIFT, false);
+	for (i = 0; i < len / sizeof(*p); i++)
+		if (p[i].prio || p[i].gen ||
+		    p[i].flags != (i < first_meta ? BCH_BUCKET_META : 0))
+			ok = false;
+	free(p);
+	return ok;
+}
+
+static uint32_t region_csum(const char *path, uint64_t sector,
+			    uint64_t sectors)
+{
+	struct bch_dev dev;
+	uint32_t csum = 0;
+
+	if (bch_dev_open(&dev, path, false) ||
+	    bch_region_csum(&dev, sector, sectors, &csum))
+		exit(1);
+	bch_dev_close(&dev);
+	return csum;
+}
+
+/* Every superblock field, and the metadata it points at. */
+static void check_layout(const char *path, uint32_t block, uint32_t bucket,
+			 uint64_t size, time_t t0)
+{
+	uint64_t sectors = size >> BCH_SECTOR_SHIFT;
+	uint64_t nb = sectors / bucket, fb = bch_first_bucket(nb, bucket);
+	uint64_t prio = bch_prio_sectors(nb), uuid = bch_uuid_sectors();
+	static const uint8_t zero[BCH_SB_SIZE];
+	struct bch_sb_disk sb;
+	uint8_t set[16];
+	struct bch_dev dev;
+	const char *what = path + strlen(tmpdir) + 1;
+	int ok;
+
+	bch_dev_open(&dev, path, false);
+	ok = bch_sb_load(&dev, &sb);
+	bch_dev_close(&dev);
+	if (!check(!ok, "%s: superblock validates", what))
+		printf("     %s\n", bch_strerror());
+
+	bch_uuid_parse(SET_UUID, set);
+	check(!memcmp(sb.magic, BCH_SB_MAGIC, 16), "%s: magic", what);
+	check(le32toh(sb.version) == BCH_SB_VERSION, "%s: version", what);
+	check(le32toh(sb.csum) == bch_sb_csum(&sb), "%s: sb csum", what);
+	check((sb.uuid[6] >> 4) == 4 && (sb.uuid[8] >> 6) == 2,
+	      "%s: uuid is v4", what);
+	check(!memcmp(sb.set_uuid, set, 16), "%s: set_uuid", what);
+	check(!strcmp((char *)sb.label, "cache one") &&
+	      !memcmp(sb.label + 9, zero, 23), "%s: label", what);
+	check(le64toh(sb.flags) == BCH_SB_CLEAN, "%s: flags clean", what);
+	check(le64toh(sb.seq) == 1, "%s: seq 1", what);
+	check(le64toh(sb.created) >= (uint64_t)t0 &&
+	      le64toh(sb.created) <= (uint64_t)time(NULL), "%s: created", what);
+	check(!sb.last_attach, "%s: last_attach 0", what);
+	check(le32toh(sb.block_size) == block, "%s: block_size %u", what,
+	      block);
+	check(le32toh(sb.bucket_size) == bucket, "%s: bucket_size %u", what,
+	      bucket);
+	check(le64toh(sb.nbuckets) == nb, "%s: nbuckets %llu", what,
+	      (unsigned long long)nb);
+	check(le64toh(sb.first_bucket) == fb, "%s: first_bucket %llu", what,
+	      (unsigned long long)fb);
+	check(le64toh(sb.device_sectors) == sectors, "%s: device_sectors",
+	      what);
+	check(le64toh(sb.prio_offset[0]) == BCH_META_START &&
+	      le64toh(sb.prio_offset[1]) == BCH_META_START + prio &&
+	      le32toh(sb.prio_sectors) == prio, "%s: prio layout", what);
+	check(le64toh(sb.uuid_offset[0]) == BCH_META_START + 2 * prio &&
+	      le64toh(sb.uuid_offset[1]) == BCH_META_START + 2 * prio + uuid &&
+	      le32toh(sb.uuid_sectors) == uuid, "%s: uuid layout", what);
+	check(!sb.prio_current && !sb.uuid_current, "%s: current copies 0",
+	      what);
+	check(!memcmp(&sb.btree_root, zero, sizeof(sb.btree_root)) &&
+	      !sb.btree_level && !sb.btree_pad, "%s: no btree root", what);
+	check(!memcmp(sb.reserved, zero, sizeof(sb.reserved)),
+	      "%s: reserved zero", what);
+
+	check(region_is(path, BCH_META_START, prio, fb) &&
+	      region_is(path, BCH_META_START + prio, prio, fb),
+	      "%s: both bucket arrays: %llu meta buckets, rest zero", what,
+	      (unsigned long long)fb);
+	check(le32toh(sb.prio_csum) == region_csum(path, BCH_META_START, prio),
+	      "%s: prio_csum", what);
+	check(region_is(path, BCH_META_START + 2 * prio, 2 * uuid, 0),
+	      "%s: both uuid tables zero", what);
+	check(le32toh(sb.uuid_csum) ==
+	      region_csum(path, BCH_META_START + 2 * prio, uuid),
+	      "%s: uuid_csum", what);
+}
+
+static void test_format(void)
+{
+	const char *c = tpath("cache");
+	const char *odd = tpath("odd");
+	const uint64_t odd_size = 64 * MiB + 12345;
+	char sector0[512], back[512];
+	time_t t0 = time(NULL);
+
+	make_file(c, 64 * MiB);
+	memset(sector0, 'P', sizeof(sector0));
+	rw_file(c, sector0, 512, 0, true);
+	check(run("make-bcache", "-q", "-l", "cache one", "--cset-uuid",
+		  SET_UUID, c, NULL) == 0 && !out[0] && !err[0],
+	      "make-bcache 64 MiB, quiet: exit 0, silent");
+	check_layout(c, 8, 1024, 64 * MiB, t0);
+	rw_file(c, back, 512, 0, false);
+	check(!memcmp(sector0, back, 512), "sector 0 left alone");
+
+	check(run("bcache-super-show", c, NULL) == 0, "super-show exit 0");
+	check(has(out, "sb.magic\tok\n") && has(out, "sb.version\t1\n") &&
+	      has(out, "cset.uuid\t" SET_UUID "\n") &&
+	      has(out, "dev.label\tcache one\n") &&
+	      has(out, "sb.flags\tclean\n") && has(out, "sb.seq\t1\n") &&
+	      has(out, "block_size\t4096 (8 sectors)\n") &&
+	      has(out, "bucket_size\t524288 (1024 sectors)\n") &&
+	      has(out, "nbuckets\t128\n") && has(out, "first_bucket\t1\n") &&
+	      has(out, "data_buckets\t127\n") &&
+	      has(out, "device_sectors\t131072\n") &&
+	      has(out, "prio.current\t0\n") && has(out, " ok\n") &&
+	      has(out, "uuid.current\t0\n") &&
+	      has(out, "btree.root\tnone\n") && !has(out, "BAD") &&
+	      !has(out, "slot."), "super-show prints the fields");
+
+	make_file(odd, odd_size);
+	check(run("make-bcache", "-w", "8k", "-b", "64k", "-l", "cache one",
+		  "--cset-uuid", SET_UUID, odd, NULL) == 0 &&
+	      has(out, "set uuid      " SET_UUID) && has(out, "nbuckets"),
+	      "make-bcache 8k/64k on an odd size: exit 0 with a summary");
+	check_layout(odd, 16, 128, odd_size, t0);
+
+	make_file(odd, 64 * MiB);
+	check(run("make-bcache", "-q", "--block=4k", "--bucket=4k",
+		  "--label=cache one", "--cset-uuid=" SET_UUID, odd, NULL) == 0,
+	      "make-bcache 4k buckets: exit 0");
+	check_layout(odd, 8, 8, 64 * MiB, t0);
+
+	/* the minimum the "too small" error states, and a bucket less */
+	make_file(odd, 8912896);
+	check(run("make-bcache", "-q", odd, NULL) == 0 &&
+	      run("bcache-super-show", odd, NULL) == 0,
+	      "make-bcache at exactly the stated minimum size: exit 0");
+	make_file(odd, 8912896 - 512 * 1024);
+	check(run("make-bcache", "-q", odd, NULL) == 1 &&
+	      has(err, "too small"), "one bucket less: too small");
+	unlink(odd);
+}
+
+/* Value errors are one line on stderr; usage errors add a hint. */
+static void make_fails_v(int want, const char *msg, const char *const *args)
+{
+	int rc = runv("make-bcache", args);
+	const char *nl = strchr(err, '\n');
+	bool one_line = nl && !nl[1];
+
+	if (!check(rc == want && has(err, msg) && (want != 1 || one_line),
+		   "make-bcache %s %s: exit %d, \"%s\"", args[0],
+		   args[0] && args[1] ? args[1] : "", want, msg))
+		printf("     got %d: %s", rc, err);
+}
+
+#define make_fails(want, msg, ...) \
+	make_fails_v(want, msg, (const char *const[]){ __VA_ARGS__ })
+
+static void test_make_errors(void)
+{
+	const char *c = tpath("cache"), *s = tpath("small");
+	struct bch_sb_disk before, after;
+	uint8_t sector0[512], zero[512] = { 0 };
+
+	make_file(s, 1 * MiB);
+	make_fails(1, "between 4096 and 65536", "-w", "2k", s, NULL);
+	make_fails(1, "block size 3072 is not a power of two", "-w", "3k", s,
+		   NULL);
+	make_fails(1, "between 4096 and 65536", "-w", "128k", s, NULL);
+	make_fails(1, "bucket size 786432 is not a power of two", "-b", "768k",
+		   s, NULL);
+	make_fails(1, "multiple of the block size", "-w", "8k", "-b", "4k", s,
+		   NULL);
+	make_fails(1, "exceeds the maximum", "-b", "64M", s, NULL);
+	make_fails(1, "invalid size 'lots'", "-b", "lots", s, NULL);
+	make_fails(1, "at most 31", "-l", "0123456789abcdef0123456789abcdef",
+		   s, NULL);
+	make_fails(1, "invalid UUID", "--cset-uuid", "nope", s, NULL);
+	make_fails(1, "must not be nil", "--cset-uuid",
+		   "00000000-0000-0000-0000-000000000000", s, NULL);
+	make_fails(1, "must be at least 8912896 bytes (8.5 MiB)", s, NULL);
+	make_fails(1, "No such file or directory", tpath("missing"), NULL);
+	check(access(tpath("missing"), F_OK), "missing file not created");
+	make_fails(2, "--help", "--bogus", s, NULL);
+	make_fails(2, "no device given", "-q", NULL);
+	make_fails(2, "too many arguments", s, s, NULL);
+	check(run("make-bcache", "-h", NULL) == 0 && has(out, "--wipe"),
+	      "make-bcache -h: exit 0, usage on stdout");
+	unlink(s);
+
+	/* c still holds the 64 MiB cache from test_format */
+	read_sb(c, &before);
+	make_fails(1, "use --wipe", c, NULL);
+	read_sb(c, &after);
+	check(!memcmp(&before, &after, sizeof(before)),
+	      "refused re-format leaves the superblock alone");
+
+	check(run("make-bcache", "-q", "--wipe", "-l", "cache one",
+		  "--cset-uuid", SET_UUID, c, NULL) == 0,
+	      "re-format with --wipe: exit 0");
+	read_sb(c, &after);
+	check(memcmp(before.uuid, after.uuid, 16), "--wipe: new device uuid");
+	rw_file(c, sector0, 512, 0, false);
+	check(!memcmp(sector0, zero, 512), "--wipe: sectors 0..7 zeroed");
+	check_layout(c, 8, 1024, 64 * MiB, 0);
+}
+
+static void show_fails(const char *path, const char *msg, const char *what)
+{
+	int rc = run("bcache-super-show", path, NULL);
+
+	if (!check(rc == 1 && has(err, msg), "super-show %s: exit 1, \"%s\"",
+		   what, msg))
+		printf("     got %d: %s", rc, err);
+}
+
+static void test_show_errors(void)
+{
+	const char *c = tpath("cache"), *b = tpath("bad");
+	struct bch_sb_disk sb;
+
+	make_file(b, 64 * MiB);
+	show_fails(b, "no dm-bcache superblock (bad magic)", "zero file");
+	make_file(b, 0);
+	show_fails(b, "no dm-bcache superblock", "empty file");
+	show_fails(tpath("missing"), "No such file", "missing file");
+
+	copy_file(c, b);
+	flip_byte(b, BCH_SB_OFFSET + 60);
+	show_fails(b, "superblock checksum mismatch", "flipped label byte");
+
+	copy_file(c, b);
+	read_sb(b, &sb);
+	sb.version = htole32(2);
+	write_sb(b, &sb);
+	show_fails(b, "unsupported version 2", "version 2");
+
+	copy_file(c, b);
+	read_sb(b, &sb);
+	sb.bucket_size = htole32(768);
+	write_sb(b, &sb);
+	show_fails(b, "invalid bucket size 768", "bucket 768 sectors");
+
+	copy_file(c, b);
+	read_sb(b, &sb);
+	sb.uuid_offset[1] = sb.uuid_offset[0];
+	write_sb(b, &sb);
+	show_fails(b, "UUID table copy 1 overlaps UUID table copy 0",
+		   "overlapping copies");
+
+	copy_file(c, b);
+	if (truncate(b, 32 * MiB))
+		exit(1);
+	show_fails(b, "device smaller than the superblock says", "truncated");
+
+	copy_file(c, b);
+	flip_byte(b, (BCH_META_START << BCH_SECTOR_SHIFT) + 1000);
+	show_fails(b, "bucket array copy 0 checksum mismatch", "corrupted prio copy");
+	check(has(out, "prio.csum\t0x") && has(out, " BAD\n") &&
+	      has(out, "nbuckets\t128\n"), "... still prints, prio.csum BAD");
+
+	copy_file(c, b);
+	flip_byte(b, (24 << BCH_SECTOR_SHIFT) + 1000);
+	check(run("bcache-super-show", b, NULL) == 0,
+	      "super-show ignores damage to the non-current prio copy");
+
+	copy_file(c, b);
+	flip_byte(b, (32 << BCH_SECTOR_SHIFT) + 5);
+	show_fails(b, "UUID table copy 0 checksum mismatch", "corrupted uuid copy");
+	check(has(out, "uuid.csum\t0x") && has(out, " BAD\n"),
+	      "... uuid.csum BAD");
+
+	check(run("bcache-super-show", NULL) == 2, "super-show no args: 2");
+	check(run("bcache-super-show", "-x", c, NULL) == 2,
+	      "super-show bad option: 2");
+	check(run("bcache-super-show", c, c, NULL) == 2,
+	      "super-show two devices: 2");
+	check(run("bcache-super-show", "-h", NULL) == 0 && has(out, "-u"),
+	      "super-show -h: 0");
+	unlink(b);
+}
+
+/* A slot written by hand into copy 1, which the superblock then names. */
+static void test_show_uuids(void)
+{
+	const char *c = tpath("cache"), *b = tpath("slots");
+	static struct bch_uuid_disk t[BCH_UUID_SLOTS];
+	struct bch_sb_disk sb;
+	uint64_t off;
+
+	copy_file(c, b);
+	read_sb(b, &sb);
+	memset(t, 0, sizeof(t));
+	bch_uuid_parse("fedcba98-7654-3210-0123-456789abcdef", t[5].uuid);
+	strcpy((char *)t[5].label, "origin\tfive");
+	t[5].sectors = htole64(2048);
+	t[5].epoch = htole32(3);
+	t[5].flags = htole32(BCH_UUID_VALID | BCH_UUID_ATTACHED |
+			     BCH_UUID_FINGERPRINT);
+	t[5].fingerprint = htole32(0xdeadbeef);
+	t[9].flags = htole32(BCH_UUID_EPHEMERAL);	/* not valid: hidden */
+	off = le64toh(sb.uuid_offset[1]) << BCH_SECTOR_SHIFT;
+	rw_file(b, t, sizeof(t), off, true);
+	sb.uuid_current = htole32(1);
+	sb.uuid_csum = htole32(bch_csum(t, sizeof(t)));
+	sb.seq = htole64(2);
+	write_sb(b, &sb);
+
+	if (!check(run("bcache-super-show", "-u", b, NULL) == 0,
+		   "super-show -u on a hand-written slot: exit 0"))
+		printf("     %s", err);
+	check(has(out, "uuid.current\t1\n") && has(out, "uuid.slots\t1\n") &&
+	      has(out, "slot.5.uuid\tfedcba98-7654-3210-0123-456789abcdef\n") &&
+	      has(out, "slot.5.label\torigin\\x09five\n") &&
+	      has(out, "slot.5.sectors\t2048\n") &&
+	      has(out, "slot.5.epoch\t3\n") &&
+	      has(out, "slot.5.flags\tvalid,attached,fingerprint\n") &&
+	      has(out, "slot.5.fingerprint\t0xdeadbeef\n") &&
+	      !has(out, "slot.9"), "... prints slot 5 only, decoded");
+	check(run("bcache-super-show", b, NULL) == 0 && !has(out, "slot."),
+	      "without -u no slots");
+
+	flip_byte(b, off + 5 * 128 + 20);
+	check(run("bcache-super-show", "-u", b, NULL) == 1 &&
+	      has(out, "uuid.csum") && !has(out, "slot."),
+	      "-u on a corrupted table: exit 1, slots not decoded");
+	unlink(b);
+}
+
+static void test_root(void)
+{
+	const char *c = tpath("cache"), *b = tpath("root");
+	struct bch_sb_disk sb;
+
+	copy_file(c, b);
+	read_sb(b, &sb);
+	sb.btree_root.ptr = htole64(2 * 1024);
+	sb.btree_root.size = htole32(1024);
+	sb.btree_root.gen = 7;
+	sb.btree_level = htole32(1);
+	write_sb(b, &sb);
+	check(run("bcache-super-show", b, NULL) == 0 &&
+	      has(out, "btree.root\tbucket 2 gen 7 level 1 "),
+	      "btree root printed as bucket/gen/level");
+
+	sb.btree_root.ptr = htole64(2 * 1024 + 8);
+	write_sb(b, &sb);
+	show_fails(b, "not bucket aligned", "misaligned root");
+
+	sb.btree_root.ptr = 0;
+	write_sb(b, &sb);
+	show_fails(b, "not a data bucket", "root in the metadata bucket");
+
+	sb.flags = 0;
+	write_sb(b, &sb);
+	check(run("bcache-super-show", b, NULL) == 0 &&
+	      has(out, "sb.flags\tdirty\n") &&
+	      has(out, "btree.root\tstale (not clean)\n"),
+	      "dirty superblock: root not trusted");
+	unlink(b);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s <bindir>\n", argv[0]);
+		return 2;
+	}
+	bindir = argv[1];
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+
+	test_crc32c();
+	test_sizes();
+	test_uuid();
+	test_format();
+	test_make_errors();
+	test_show_errors();
+	test_show_uuids();
+	test_root();
+
+	unlink(tpath("cache"));
+	unlink(tpath("stdout"));
+	unlink(tpath("stderr"));
+	rmdir(tmpdir);
+
+	printf("%u passed, %u failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

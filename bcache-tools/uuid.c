@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0
+/* RFC 4122 version 4 UUIDs from /dev/urandom, without libuuid. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib.h"
+
+int bch_uuid_generate(uint8_t uuid[16])
+{
+	size_t done = 0;
+	ssize_t n;
+	int fd;
+
+	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return bch_err("cannot open /dev/urandom: %s", strerror(errno));
+	while (done < 16) {
+		n = read(fd, uuid + done, 16 - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			close(fd);
+			return bch_err("cannot read /dev/urandom: %s",
+				       n ? strerror(errno) : "end of file");
+		}
+		done += n;
+	}
+	close(fd);
+
+	uuid[6] = (uuid[6] & 0x0f) | 0x40;	/* version 4 */
+	uuid[8] = (uuid[8] & 0x3f) | 0x80;	/* RFC 4122 variant */
+	return 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Only the canonical 8-4-4-4-12 form, either case. */
+int bch_uuid_parse(const char *str, uint8_t uuid[16])
+{
+	unsigned int i, b = 0;
+	int hi, lo;
+
+	if (strlen(str) != 36)
+		goto bad;
+	for (i = 0; i < 36; ) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (str[i++] != '-')
+				goto bad;
+			continue;
+		}
+		hi = hexval(str[i]);
+		lo = hexval(str[i + 1]);
+		if (hi < 0 || lo < 0)
+			goto bad;
+		uuid[b++] = hi << 4 | lo;
+		i += 2;
+	}
+	return 0;
+bad:
+	return bch_err("invalid UUID '%s' (expected xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)",
+		       str);
+}
+
+void bch_uuid_format(const uint8_t u[16], char *buf)
+{
+	snprintf(buf, BCH_UUID_STR_LEN,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
+		 u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+bool bch_uuid_is_nil(const uint8_t uuid[16])
+{
+	static const uint8_t nil[16];
+
+	return !memcmp(uuid, nil, 16);
+}

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dm-bcache on-disk format, shared by the kernel target and bcache-tools.
+ *
+ * Everything is little-endian with fixed-width fields; every structure has
+ * a static size assertion. Units are 512-byte sectors unless a name says
+ * otherwise.
+ *
+ * Layout of a cache device (sector offsets):
+ *
+ *   0                reserved (partition tables, boot loaders)
+ *   8                superblock, 4 KiB, crc32c-protected
+ *   16               bucket array copy 0 (prio + gen per bucket)
+ *   16 + P           bucket array copy 1
+ *   16 + 2P          UUID table copy 0 (256 slots of 128 bytes)
+ *   16 + 2P + U      UUID table copy 1
+ *   first_bucket * bucket_size ... data and btree buckets
+ *
+ * Metadata that is rewritten in place (bucket array, UUID table) has two
+ * copies. A writer fills the copy that is not current, flushes, then
+ * writes the superblock with FUA naming the new copy and its checksum, so
+ * a torn write never leaves the cache without a valid copy.
+ */
+#ifndef _BCACHE_ONDISK_H
+#define _BCACHE_ONDISK_H
+
+#include <linux/types.h>
+#ifdef __KERNEL__
+#include <linux/bits.h>
+#include <linux/build_bug.h>
+#include <linux/compiler.h>
+#else
+#include <assert.h>
+#define __packed	__attribute__((packed))
+#ifndef BIT
+#define BIT(n)		(1U << (n))
+#define BIT_ULL(n)	(1ULL << (n))
+#endif
+#endif
+
+#define BCH_SECTOR_SHIFT	9
+#define BCH_SECTOR_SIZE		BIT(BCH_SECTOR_SHIFT)
+
+#define BCH_SB_SECTOR		8
+#define BCH_SB_SIZE		4096U
+#define BCH_META_START		16	/* first sector after the superblock */
+
+#define BCH_SB_VERSION		1
+
+/* "dm-bcache cache\0" followed by a format-specific tail */
+#define BCH_SB_MAGIC		"dm-bcache-cache"
+#define BCH_MAGIC_LEN		16
+
+#define BCH_MIN_BLOCK_SECTORS	8		/* 4 KiB */
+#define BCH_MAX_BLOCK_SECTORS	128		/* 64 KiB */
+#define BCH_DEFAULT_BUCKET_SECTORS 1024		/* 512 KiB */
+#define BCH_MAX_BUCKET_SECTORS	BIT(16)	/* 32 MiB */
+#define BCH_MIN_DATA_BUCKETS	16		/* below this nothing works */
+#define BCH_MAX_BUCKETS		BIT_ULL(32)
+
+#define BCH_UUID_SLOTS		256
+
+/* Superblock flags */
+#define BCH_SB_CLEAN		BIT_ULL(0)	/* shut down cleanly */
+
+struct bch_bkey_disk {
+	__le32	inode;		/* (slot epoch << 8) | slot index */
+	__le32	size;		/* extent length in sectors */
+	__le64	offset;		/* END of the extent in origin sectors */
+	__le64	ptr;		/* first sector of the data on the cache */
+	__u8	gen;		/* generation of the bucket holding ptr */
+	__u8	flags;		/* BCH_KEY_* */
+	__le16	pad;
+	__le32	csum;		/* data checksum, if BCH_KEY_CSUM */
+} __packed;
+
+#define BCH_KEY_DIRTY		BIT(0)
+#define BCH_KEY_CSUM		BIT(1)
+#define BCH_KEY_HOLE		BIT(2)	/* no data: hides older keys */
+
+/* Key inodes: the slot index in the low bits, the slot's epoch above. */
+#define BCH_INODE_SLOT_BITS	8
+#define BCH_INODE_EPOCH_MAX	((1U << (32 - BCH_INODE_SLOT_BITS)) - 1)
+
+struct bch_sb_disk {
+	__le32	csum;		/* crc32c of bytes [4, BCH_SB_SIZE) */
+	__le32	version;
+	__u8	magic[BCH_MAGIC_LEN];
+	__u8	uuid[16];	/* this cache device */
+	__u8	set_uuid[16];	/* the cache set it belongs to */
+	__u8	label[32];
+
+	__le64	flags;		/* BCH_SB_* */
+	__le64	seq;		/* incremented by every superblock write */
+	__le64	created;	/* seconds since the epoch */
+	__le64	last_attach;
+
+	__le32	block_size;	/* sectors */
+	__le32	bucket_size;	/* sectors */
+	__le64	nbuckets;	/* buckets on the device, metadata included */
+	__le64	first_bucket;	/* first bucket usable for data or btree */
+	__le64	device_sectors;	/* device size when formatted */
+
+	__le64	prio_offset[2];	/* sector of each bucket array copy */
+	__le32	prio_sectors;	/* size of one copy */
+	__le32	prio_current;	/* 0 or 1 */
+	__le32	prio_csum;	/* crc32c of the current copy */
+	__le32	uuid_sectors;
+	__le64	uuid_offset[2];
+	__le32	uuid_current;
+	__le32	uuid_csum;
+
+	/* btree root, valid only while BCH_SB_CLEAN is set */
+	struct bch_bkey_disk btree_root;
+	__le32	btree_level;
+	__le32	btree_pad;
+
+	__u8	reserved[BCH_SB_SIZE - 248];
+} __packed;
+
+/* One entry per bucket, on disk next to the superblock. */
+struct bch_bucket_disk {
+	__le16	prio;
+	__u8	gen;
+	__u8	flags;		/* BCH_BUCKET_* */
+} __packed;
+
+#define BCH_BUCKET_META		BIT(0)	/* holds sb/array/uuids */
+
+/* One slot per origin. */
+struct bch_uuid_disk {
+	__u8	uuid[16];	/* the origin's identity (table origin_uuid) */
+	__u8	label[32];
+	__le64	sectors;	/* origin size when last attached */
+	__le64	first_attach;
+	__le64	last_attach;
+	__le32	epoch;		/* bumped to invalidate all the slot's data */
+	__le32	flags;		/* BCH_UUID_* */
+	__le32	fingerprint;	/* crc32c of origin sectors [0, 8) at detach */
+	__u8	pad[44];
+} __packed;
+
+#define BCH_UUID_VALID		BIT(0)	/* slot in use */
+#define BCH_UUID_EPHEMERAL	BIT(1)	/* no origin_uuid: never reused */
+#define BCH_UUID_ATTACHED	BIT(2)	/* a table holds it right now */
+#define BCH_UUID_FINGERPRINT	BIT(3)	/* fingerprint is valid */
+
+#define BCH_UUID_TABLE_BYTES	(BCH_UUID_SLOTS * sizeof(struct bch_uuid_disk))
+
+/*
+ * Btree nodes fill one bucket. A node is a series of sets written in
+ * order, each starting on a block boundary; a set is this header and
+ * nkeys sorted keys. All sets of one node share the node's random seq,
+ * so sets left over from an earlier use of the bucket are recognised.
+ */
+struct bch_bset_disk {
+	__le32	csum;		/* crc32c of the set after this field */
+	__le32	magic;		/* BCH_BSET_MAGIC */
+	__le64	seq;		/* the node's seq */
+	__le32	nkeys;
+	__le16	level;		/* 0 = leaf */
+	__le16	set;		/* index of the set within the node */
+	__le64	pad;
+	struct bch_bkey_disk keys[];
+} __packed;
+
+#define BCH_BSET_MAGIC		0x62736574	/* "bset" */
+
+static_assert(sizeof(struct bch_bkey_disk) == 32, "bkey size");
+static_assert(sizeof(struct bch_sb_disk) == BCH_SB_SIZE, "sb size");
+static_assert(sizeof(struct bch_bucket_disk) == 4, "bucket size");
+static_assert(sizeof(struct bch_uuid_disk) == 128, "uuid slot size");
+static_assert(sizeof(struct bch_bset_disk) == 32, "bset header size");
+
+static inline __u64 bch_round_up(__u64 n, __u64 d)
+{
+	return (n + d - 1) / d * d;
+}
+
+/* Size of one copy of the bucket array, rounded to 4 KiB. */
+static inline __u64 bch_prio_sectors(__u64 nbuckets)
+{
+	return bch_round_up(nbuckets * sizeof(struct bch_bucket_disk),
+			    4096) >> BCH_SECTOR_SHIFT;
+}
+
+static inline __u64 bch_uuid_sectors(void)
+{
+	return BCH_UUID_TABLE_BYTES >> BCH_SECTOR_SHIFT;
+}
+
+/* End of the fixed metadata, in sectors. */
+static inline __u64 bch_meta_end(__u64 nbuckets)
+{
+	return BCH_META_START + 2 * bch_prio_sectors(nbuckets) +
+		2 * bch_uuid_sectors();
+}
+
+static inline __u64 bch_first_bucket(__u64 nbuckets, __u32 bucket_size)
+{
+	return (bch_meta_end(nbuckets) + bucket_size - 1) / bucket_size;
+}
+
+#endif /* _BCACHE_ONDISK_H */
