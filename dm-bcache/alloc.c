@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-bcache: bucket allocation and replacement.
+ *
+ * Data is appended to one open bucket at a time. Free buckets wait on a
+ * FIFO; when it runs low, the data buckets of lowest priority are
+ * invalidated by bumping their generation, which makes every key that
+ * points into them stale at once. Priorities follow the seed's scheme:
+ * a filled bucket starts at cache_priority_initial, every hit adds
+ * cache_priority_hit per 4 KiB plus cache_priority_seek, and every
+ * cache_priority_rescale sectors of IO all priorities decay by 7/8.
+ */
+#include <linux/vmalloc.h>
+
+#include "dm-bcache.h"
+
+/* Free buckets that only the btree may take, so an index insert can
+ * always find a node even when data fills have used everything else.
+ */
+#define BCH_BTREE_RESERVE	8
+
+static u64 bch_reclaim_target(struct bch_cache_set *set)
+{
+	return max_t(u64, BCH_BTREE_RESERVE * 2,
+		     (set->nbuckets - set->first_bucket) / 16);
+}
+
+static bool bch_can_invalidate(struct bch_bucket *b)
+{
+	return b->state == BCH_B_DATA && !atomic_read(&b->pending) &&
+	       (u8)(b->gen + 1 - b->last_gc) < BCH_GC_GEN_MAX;
+}
+
+static void bch_fifo_push(struct bch_cache_set *set, u64 bucket)
+{
+	u64 n = set->nbuckets;
+
+	set->free_fifo[(set->free_head + set->nr_free) % n] = bucket;
+	set->nr_free++;
+}
+
+static u64 bch_fifo_pop(struct bch_cache_set *set)
+{
+	u64 bucket = set->free_fifo[set->free_head];
+
+	set->free_head = (set->free_head + 1) % set->nbuckets;
+	set->nr_free--;
+	return bucket;
+}
+
+/* Bump the gen (dropping all keys into @b) and queue it as free. */
+static void bch_bucket_invalidate(struct bch_cache_set *set, u64 i)
+{
+	struct bch_bucket *b = &set->buckets[i];
+
+	lockdep_assert_held(&set->alloc_lock);
+	if (b->state == BCH_B_DATA || b->state == BCH_B_OPEN)
+		set->nr_data--;
+	else if (b->state == BCH_B_BTREE)
+		set->nr_btree--;
+	/* Readers check the gen after their IO; see bch_ptr_stale(). */
+	WRITE_ONCE(b->gen, b->gen + 1);
+	smp_wmb();
+	b->state = BCH_B_FREE;
+	b->prio = 0;
+	bch_fifo_push(set, i);
+}
+
+bool bch_ptr_stale(struct bch_cache_set *set, u64 ptr, u8 gen)
+{
+	u64 bucket = ptr / set->bucket_size;
+
+	if (bucket < set->first_bucket || bucket >= set->nbuckets)
+		return true;
+	smp_rmb();
+	return READ_ONCE(set->buckets[bucket].gen) != gen;
+}
+
+int bch_alloc_data(struct bch_cache_set *set, u32 sectors, u64 *ptr, u8 *gen,
+		   u32 *got)
+{
+	struct bch_bucket *b;
+	int r = 0;
+
+	spin_lock(&set->alloc_lock);
+	if (set->have_open && set->open_offset >= set->bucket_size) {
+		set->buckets[set->open_bucket].state = BCH_B_DATA;
+		set->have_open = false;
+	}
+	if (!set->have_open) {
+		if (set->nr_free <= BCH_BTREE_RESERVE) {
+			r = -ENOSPC;
+			goto out;
+		}
+		set->open_bucket = bch_fifo_pop(set);
+		set->open_offset = 0;
+		set->have_open = true;
+		b = &set->buckets[set->open_bucket];
+		b->state = BCH_B_OPEN;
+		b->prio = set->prio.initial;
+		b->sectors = 0;
+		set->nr_data++;
+	}
+	b = &set->buckets[set->open_bucket];
+	*got = min(sectors, set->bucket_size - set->open_offset);
+	*ptr = set->open_bucket * set->bucket_size + set->open_offset;
+	*gen = b->gen;
+	atomic_inc(&b->pending);
+	set->open_offset += *got;
+out:
+	if (set->nr_free < bch_reclaim_target(set))
+		queue_work(set->wq, &set->reclaim_work);
+	spin_unlock(&set->alloc_lock);
+	return r;
+}
+
+/*
+ * The fill that allocated at @ptr has inserted @inserted sectors or given
+ * up. Live sectors are counted here, under the btree lock like GC's count,
+ * so a GC pass never misses a fill that was in flight.
+ */
+void bch_alloc_done(struct bch_cache_set *set, u64 ptr, u32 inserted)
+{
+	struct bch_bucket *b = &set->buckets[ptr / set->bucket_size];
+
+	lockdep_assert_held(&set->btree_lock);
+	b->sectors += inserted;
+	atomic_dec(&b->pending);
+}
+
+/* Space allocated at @ptr will not be indexed (callable from endio). */
+void bch_alloc_abort(struct bch_cache_set *set, u64 ptr)
+{
+	atomic_dec(&set->buckets[ptr / set->bucket_size].pending);
+}
+
+int bch_alloc_btree(struct bch_cache_set *set, u64 *bucket, u8 *gen)
+{
+	struct bch_bucket *b;
+	int r = 0;
+
+	spin_lock(&set->alloc_lock);
+	if (!set->nr_free) {
+		r = -ENOSPC;
+		goto out;
+	}
+	*bucket = bch_fifo_pop(set);
+	b = &set->buckets[*bucket];
+	b->state = BCH_B_BTREE;
+	b->prio = U16_MAX;
+	b->sectors = 0;
+	*gen = b->gen;
+	set->nr_btree++;
+out:
+	if (set->nr_free < bch_reclaim_target(set))
+		queue_work(set->wq, &set->reclaim_work);
+	spin_unlock(&set->alloc_lock);
+	return r;
+}
+
+void bch_free_btree(struct bch_cache_set *set, u64 bucket)
+{
+	spin_lock(&set->alloc_lock);
+	bch_bucket_invalidate(set, bucket);
+	spin_unlock(&set->alloc_lock);
+}
+
+void bch_bucket_hit(struct bch_cache_set *set, u64 ptr, u32 sectors)
+{
+	struct bch_bucket *b = &set->buckets[ptr / set->bucket_size];
+	unsigned int prio;
+
+	prio = READ_ONCE(b->prio) + set->prio.seek +
+		set->prio.hit * DIV_ROUND_UP(sectors, 8);
+	WRITE_ONCE(b->prio, min_t(unsigned int, prio, U16_MAX - 1));
+	bch_account_io(set, sectors);
+}
+
+void bch_account_io(struct bch_cache_set *set, u32 sectors)
+{
+	if (atomic64_add_return(sectors, &set->rescale_sectors) >=
+	    set->prio.rescale) {
+		atomic64_set(&set->rescale_sectors, 0);
+		queue_work(set->wq, &set->rescale_work);
+	}
+}
+
+static void bch_rescale_work(struct work_struct *work)
+{
+	struct bch_cache_set *set = container_of(work, struct bch_cache_set,
+						 rescale_work);
+	u64 i;
+
+	spin_lock(&set->alloc_lock);
+	for (i = set->first_bucket; i < set->nbuckets; i++) {
+		struct bch_bucket *b = &set->buckets[i];
+
+		if (b->state == BCH_B_DATA || b->state == BCH_B_OPEN)
+			b->prio = b->prio - b->prio / 8;
+		if (!(i % 4096))
+			cond_resched_lock(&set->alloc_lock);
+	}
+	spin_unlock(&set->alloc_lock);
+}
+
+struct bch_candidate {
+	u16	prio;
+	u64	bucket;
+};
+
+/*
+ * Invalidate the lowest-priority data buckets until the FIFO holds the
+ * reclaim target. The candidates are collected in one pass into a
+ * bounded array kept sorted by insertion: the target is small.
+ */
+static void bch_reclaim_work(struct work_struct *work)
+{
+	struct bch_cache_set *set = container_of(work, struct bch_cache_set,
+						 reclaim_work);
+	struct bch_candidate *c;
+	u64 want, n = 0, i, j;
+	bool blocked = false;
+
+	spin_lock(&set->alloc_lock);
+	want = set->gc_running ? 0 : bch_reclaim_target(set);
+	want = want > set->nr_free ? want - set->nr_free : 0;
+	spin_unlock(&set->alloc_lock);
+	if (!want)
+		return;
+
+	c = kvmalloc_array(want, sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return;
+
+	spin_lock(&set->alloc_lock);
+	for (i = set->first_bucket; i < set->nbuckets; i++) {
+		struct bch_bucket *b = &set->buckets[i];
+
+		if (!bch_can_invalidate(b)) {
+			if (b->state == BCH_B_DATA && !atomic_read(&b->pending))
+				blocked = true;
+			continue;
+		}
+		if (n == want && b->prio >= c[n - 1].prio)
+			continue;
+		j = n < want ? n++ : n - 1;
+		while (j && c[j - 1].prio > b->prio) {
+			c[j] = c[j - 1];
+			j--;
+		}
+		c[j].prio = b->prio;
+		c[j].bucket = i;
+	}
+	for (i = 0; i < n; i++)
+		bch_bucket_invalidate(set, c[i].bucket);
+	if (blocked || n < want)
+		set->need_gc = true;
+	spin_unlock(&set->alloc_lock);
+	kvfree(c);
+
+	if (set->need_gc)
+		queue_work(set->wq, &set->gc_work);
+}
+
+int bch_alloc_init(struct bch_cache_set *set)
+{
+	spin_lock_init(&set->alloc_lock);
+	INIT_WORK(&set->reclaim_work, bch_reclaim_work);
+	INIT_WORK(&set->rescale_work, bch_rescale_work);
+	set->free_fifo = vmalloc(array_size(set->nbuckets, sizeof(u64)));
+	if (!set->free_fifo)
+		return -ENOMEM;
+	set->prio.initial = 8192;
+	set->prio.hit = 32;
+	set->prio.seek = 512;
+	set->prio.rescale = max_t(u64, 1 << 20,
+				  (set->nbuckets - set->first_bucket) *
+				  set->bucket_size / 4);
+	return 0;
+}
+
+void bch_alloc_exit(struct bch_cache_set *set)
+{
+	vfree(set->free_fifo);
+}
+
+/* GC is about to count live sectors; reclaim waits until it is done. */
+void bch_alloc_gc_start(struct bch_cache_set *set)
+{
+	u64 i;
+
+	spin_lock(&set->alloc_lock);
+	set->gc_running = true;
+	for (i = set->first_bucket; i < set->nbuckets; i++)
+		set->buckets[i].sectors = 0;
+	spin_unlock(&set->alloc_lock);
+}
+
+/*
+ * After a GC pass has counted live sectors: empty data buckets go back to
+ * the FIFO and every bucket's last_gc catches up with its gen, as GC has
+ * dropped every key older than that.
+ */
+void bch_alloc_gc_finish(struct bch_cache_set *set)
+{
+	u64 i;
+
+	spin_lock(&set->alloc_lock);
+	for (i = set->first_bucket; i < set->nbuckets; i++) {
+		struct bch_bucket *b = &set->buckets[i];
+
+		if (b->state == BCH_B_DATA && !b->sectors &&
+		    !atomic_read(&b->pending))
+			bch_bucket_invalidate(set, i);
+		b->last_gc = b->gen;
+	}
+	set->need_gc = false;
+	set->gc_running = false;
+	spin_unlock(&set->alloc_lock);
+}
+
+/* A failed pass counted only part of the index: trust nothing it did. */
+void bch_alloc_gc_abort(struct bch_cache_set *set)
+{
+	u64 i;
+
+	spin_lock(&set->alloc_lock);
+	for (i = set->first_bucket; i < set->nbuckets; i++)
+		if (set->buckets[i].state == BCH_B_DATA)
+			set->buckets[i].sectors = 1;	/* not empty */
+	set->gc_running = false;
+	spin_unlock(&set->alloc_lock);
+}
+
+/*
+ * At open, after the initial GC counted the loaded index (node buckets
+ * marked BTREE): everything else with live data is DATA, the rest FREE.
+ */
+void bch_alloc_load(struct bch_cache_set *set)
+{
+	u64 i;
+
+	spin_lock(&set->alloc_lock);
+	set->nr_free = set->free_head = 0;
+	set->nr_data = set->nr_btree = 0;
+	for (i = 0; i < set->nbuckets; i++) {
+		struct bch_bucket *b = &set->buckets[i];
+
+		b->last_gc = b->gen;
+		if (i < set->first_bucket) {
+			b->state = BCH_B_META;
+		} else if (b->state == BCH_B_BTREE) {
+			set->nr_btree++;
+		} else if (b->sectors) {
+			b->state = BCH_B_DATA;
+			set->nr_data++;
+		} else {
+			b->state = BCH_B_FREE;
+			bch_fifo_push(set, i);
+		}
+	}
+	set->gc_running = false;
+	spin_unlock(&set->alloc_lock);
+}

@@ -1,0 +1,971 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-bcache: the index btree.
+ *
+ * Every node fills one bucket and holds up to max_sets sorted sets of keys
+ * (bset.c), in memory back to back in one buffer and on disk one after the
+ * other, each at a block boundary. Only the last set is ever open for
+ * inserts; a flush appends it to the bucket, so a node costs one small
+ * write per flush. A node that was compacted in memory since it was last
+ * written, or whose next set does not fit, is rewritten whole to a new
+ * bucket (copy on write) and its parent's pointer is updated.
+ *
+ * Within a node, newer sets win. In memory that is kept true eagerly: an
+ * insert cuts its range out of the keys of every set, so live keys never
+ * overlap. On disk the cuts of already written keys are not rewritten;
+ * load redoes them from the keys of the newer sets (node_replay()).
+ *
+ * Leaves partition the key space and no extent crosses a leaf boundary, so
+ * everything a key may hide is in its own leaf: that is what lets holes be
+ * dropped when a leaf is compacted.
+ *
+ * Known limit: every node stays in memory (a bucket-sized buffer each)
+ * from load or creation until bch_btree_free(); there is no eviction.
+ */
+#define pr_fmt(fmt) "dm-bcache: btree: " fmt
+
+#include "bset.h"
+
+/* Deeper than any tree with a fan-out of at least 5 ever gets. */
+#define BCH_BTREE_MAX_DEPTH	16
+#define BCH_HASH_MIN_BITS	6
+
+struct bch_node {
+	struct bch_node	*hnext;		/* in b->hash, by key.ptr */
+	struct bch_bkey	key;		/* pointer here: max key, bucket, gen */
+	u64		bucket;
+	u64		seq;		/* of every set of this node */
+	struct bch_bkey	*keys;		/* b->node_keys, the sets back to back */
+	u32		nkeys;		/* used, deleted ones included */
+	u32		written;	/* sectors of the bucket holding our sets */
+	u32		ndeleted;	/* keys of size 0 in our sets */
+	u8		level;		/* 0 = leaf */
+	u8		nsets;
+	u8		nwritten;	/* sets on disk; only the next may be open */
+	bool		dirty;
+	bool		need_cow;	/* compacted since written */
+	struct bch_bset	sets[BCH_BTREE_MAX_SETS];
+};
+
+static bool key_dead(struct bch_btree *b, const struct bch_bkey *k)
+{
+	return b->ops->key_dead && b->ops->key_dead(b, k);
+}
+
+/* A leaf key that hides or holds nothing any more. */
+static bool key_garbage(const struct bch_bkey *k, void *arg)
+{
+	return (k->flags & BCH_KEY_HOLE) || key_dead(arg, k);
+}
+
+/* Node hash, so that a pointer key finds its resident child. */
+
+static u32 hash_slot(const struct bch_btree *b, u64 ptr)
+{
+	return (u32)((ptr * 0x9e3779b97f4a7c15ULL) >> (64 - b->hash_bits));
+}
+
+static struct bch_node *node_find(const struct bch_btree *b, u64 ptr)
+{
+	struct bch_node *n;
+
+	for (n = b->hash[hash_slot(b, ptr)]; n; n = n->hnext)
+		if (n->key.ptr == ptr)
+			return n;
+	return NULL;
+}
+
+/* Grow the table when chains get long; keep the old one if memory is short. */
+static void hash_grow(struct bch_btree *b)
+{
+	unsigned int old_bits = b->hash_bits, i;
+	struct bch_node **old = b->hash, **new, *n;
+
+	new = bch_kvzalloc(sizeof(*new) << (old_bits + 1));
+	if (!new)
+		return;
+	b->hash = new;
+	b->hash_bits = old_bits + 1;
+	for (i = 0; i < (1U << old_bits); i++) {
+		while ((n = old[i])) {
+			u32 slot = hash_slot(b, n->key.ptr);
+
+			old[i] = n->hnext;
+			n->hnext = new[slot];
+			new[slot] = n;
+		}
+	}
+	bch_kvfree(old);
+}
+
+static void hash_add(struct bch_btree *b, struct bch_node *n)
+{
+	u32 slot = hash_slot(b, n->key.ptr);
+
+	n->hnext = b->hash[slot];
+	b->hash[slot] = n;
+	if (++b->nodes > 2ULL << b->hash_bits && b->hash_bits < 30)
+		hash_grow(b);
+}
+
+static void hash_del(struct bch_btree *b, struct bch_node *n)
+{
+	struct bch_node **p = &b->hash[hash_slot(b, n->key.ptr)];
+
+	while (*p && *p != n)
+		p = &(*p)->hnext;
+	if (WARN_ON(!*p))
+		return;
+	*p = n->hnext;
+	b->nodes--;
+}
+
+/* Nodes in memory. */
+
+static void node_free(struct bch_node *n)
+{
+	if (n) {
+		bch_kvfree(n->keys);
+		bch_kvfree(n);
+	}
+}
+
+static struct bch_node *node_new(struct bch_btree *b, unsigned int level)
+{
+	struct bch_node *n = bch_kvzalloc(sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->keys = bch_kvzalloc(b->node_keys * sizeof(*n->keys));
+	if (!n->keys) {
+		bch_kvfree(n);
+		return NULL;
+	}
+	n->level = level;
+	n->nsets = 1;
+	n->sets[0].keys = n->keys;
+	n->key.size = 1;
+	return n;
+}
+
+static void node_set_bucket(struct bch_btree *b, struct bch_node *n, u64 bucket, u8 gen)
+{
+	n->bucket = bucket;
+	n->key.ptr = bucket * b->bucket_sectors;
+	n->key.gen = gen;
+}
+
+/* A new empty node in a bucket of its own; not yet in the hash. */
+static int node_create(struct bch_btree *b, unsigned int level, struct bch_node **out)
+{
+	struct bch_node *n = node_new(b, level);
+	u64 bucket;
+	u8 gen;
+	int ret;
+
+	if (!n)
+		return -ENOMEM;
+	ret = b->ops->alloc(b, &bucket, &gen);
+	if (ret) {
+		node_free(n);
+		return ret;
+	}
+	node_set_bucket(b, n, bucket, gen);
+	n->seq = get_random_u64();
+	n->dirty = true;
+	*out = n;
+	return 0;
+}
+
+/* Undo node_create(). */
+static void node_discard(struct bch_btree *b, struct bch_node *n)
+{
+	if (n) {
+		b->ops->free(b, n->bucket);
+		node_free(n);
+	}
+}
+
+/*
+ * Merge all sets into one, dropping deleted keys and, in leaves, holes and
+ * dead keys. Never fails: the result goes to the spare buffer, which then
+ * trades places with the node's.
+ */
+static void node_compact(struct bch_btree *b, struct bch_node *n)
+{
+	struct bch_bkey *keys = b->scratch;
+	u32 nr;
+
+	nr = bch_bset_merge(keys, n->sets, n->nsets, n->level ? NULL : key_garbage, b);
+	b->scratch = n->keys;
+	n->keys = keys;
+	n->nkeys = nr;
+	n->ndeleted = 0;
+	n->nsets = 1;
+	n->nwritten = 0;
+	n->sets[0].keys = keys;
+	n->sets[0].nkeys = nr;
+	/* the sets on disk no longer match ours: appending is over */
+	if (n->written)
+		n->need_cow = true;
+	n->dirty = true;
+	b->compactions++;
+}
+
+static bool node_has_garbage(struct bch_btree *b, const struct bch_node *n)
+{
+	unsigned int i;
+	u32 j;
+
+	for (i = 0; i < n->nsets; i++) {
+		for (j = 0; j < n->sets[i].nkeys; j++) {
+			const struct bch_bkey *k = &n->sets[i].keys[j];
+
+			if (!k->size || (!n->level && key_garbage(k, b)))
+				return true;
+		}
+	}
+	return false;
+}
+
+static u32 node_live(const struct bch_node *n)
+{
+	unsigned int i;
+	u32 nr = 0;
+
+	for (i = 0; i < n->nsets; i++)
+		nr += bch_bset_live(&n->sets[i]);
+	return nr;
+}
+
+/* The first live key >= (inode, end) over all sets of @n. */
+static struct bch_bkey *node_search(const struct bch_node *n, u32 inode, u64 end)
+{
+	struct bch_bkey *best = NULL, *k;
+	unsigned int i;
+
+	for (i = 0; i < n->nsets; i++) {
+		k = bch_bset_next(&n->sets[i], inode, end);
+		if (k && (!best || bch_bkey_cmp(k, best) < 0))
+			best = k;
+	}
+	return best;
+}
+
+/*
+ * The live key after @prev (NULL: the first). Walks by position, not by
+ * index, so they survive changes to the node between steps.
+ */
+static struct bch_bkey *node_next(const struct bch_node *n, const struct bch_bkey *prev)
+{
+	if (!prev)
+		return node_search(n, 0, 0);
+	if (prev->end < U64_MAX)
+		return node_search(n, prev->inode, prev->end + 1);
+	if (prev->inode < U32_MAX)
+		return node_search(n, prev->inode + 1, 0);
+	return NULL;
+}
+
+/* The child of interior node @n that holds key (inode, end). */
+static struct bch_node *node_child(const struct bch_btree *b, const struct bch_node *n,
+				   u32 inode, u64 end)
+{
+	const struct bch_bkey *k = node_search(n, inode, end);
+	struct bch_node *c = k ? node_find(b, k->ptr) : NULL;
+
+	WARN_ON(!c || c->level + 1 != n->level);
+	return c;
+}
+
+/* The leaf holding sector @sector of @inode (@sector < U64_MAX). */
+static struct bch_node *find_leaf(const struct bch_btree *b, u32 inode, u64 sector)
+{
+	struct bch_node *n = b->root;
+
+	while (n && n->level)
+		n = node_child(b, n, inode, sector + 1);
+	return n;
+}
+
+/* Where the part of [.., end) of @inode that belongs in @leaf ends. */
+static u64 leaf_end(const struct bch_node *leaf, u32 inode, u64 end)
+{
+	if (leaf->key.inode == inode && leaf->key.end < end)
+		return leaf->key.end;
+	return end;
+}
+
+static struct bch_node *node_parent(const struct bch_btree *b, const struct bch_node *n)
+{
+	struct bch_node *p = b->root;
+
+	if (p == n)
+		return NULL;
+	while (p && p->level > n->level + 1)
+		p = node_child(b, p, n->key.inode, n->key.end);
+	return p;
+}
+
+/*
+ * Make room for @nr more keys in an open set of @n, opening a set or
+ * compacting as needed. -ENOSPC: @n must be split.
+ */
+static int node_reserve(struct bch_btree *b, struct bch_node *n, u32 nr)
+{
+	bool compacted = false;
+
+	/* Searches step over deleted keys one by one: do not let them pile up. */
+	if (n->ndeleted > b->node_keys / 4) {
+		node_compact(b, n);
+		compacted = true;
+	}
+	if (n->nwritten == n->nsets) {
+		if (n->nsets < b->max_sets && n->nkeys + nr <= b->node_keys) {
+			n->sets[n->nsets].keys = n->keys + n->nkeys;
+			n->sets[n->nsets].nkeys = 0;
+			n->nsets++;
+		} else {
+			node_compact(b, n);
+			compacted = true;
+		}
+	}
+	if (n->nkeys + nr > b->node_keys && !compacted) {
+		node_compact(b, n);
+		compacted = true;
+	}
+	if (n->nkeys + nr > b->node_keys || (compacted && n->nkeys > b->split_keys))
+		return -ENOSPC;
+	return 0;
+}
+
+/*
+ * Room for the two pointers a split of a child adds. Interior nodes never
+ * hold more than split_keys live keys, so that a flush can always make
+ * room for a replaced pointer by compacting.
+ */
+static int node_reserve_ptrs(struct bch_btree *b, struct bch_node *p)
+{
+	if (node_live(p) + 1 > b->split_keys)
+		return -ENOSPC;
+	return node_reserve(b, p, 2);
+}
+
+/* Set pointer @k in interior node @p, replacing the one with its (inode, end). */
+static void node_set_ptr(struct bch_node *p, const struct bch_bkey *k)
+{
+	struct bch_bset *open = &p->sets[p->nsets - 1];
+	struct bch_bkey *old;
+	unsigned int i;
+
+	WARN_ON(p->nwritten == p->nsets || !p->level);
+	p->dirty = true;
+	for (i = 0; i < p->nsets; i++) {
+		old = bch_bset_next(&p->sets[i], k->inode, k->end);
+		if (!old || bch_bkey_cmp(old, k))
+			continue;
+		if (i + 1 == p->nsets) {
+			*old = *k;
+			return;
+		}
+		old->size = 0;	/* the newer set will say where it went */
+		p->ndeleted++;
+	}
+	bch_bset_insert(open, k);
+	p->nkeys++;
+}
+
+/* Insert extent @k, all of it inside @n, which has room for 2 keys. */
+static void leaf_insert(struct bch_btree *b, struct bch_node *n, const struct bch_bkey *k)
+{
+	struct bch_bset *open = &n->sets[n->nsets - 1];
+	struct bch_bkey tail = { .size = 0 };
+	unsigned int i;
+
+	WARN_ON(n->nwritten == n->nsets || n->nkeys + 2 > b->node_keys);
+	for (i = 0; i < n->nsets; i++)
+		n->ndeleted += bch_bset_fixup(&n->sets[i], k, &tail);
+	if (tail.size) {
+		bch_bset_insert(open, &tail);
+		n->nkeys++;
+	}
+	bch_bset_insert(open, k);
+	n->nkeys++;
+	n->dirty = true;
+}
+
+/*
+ * Split @n into two new nodes, growing the tree if @n is the root. The
+ * parent gets room first, which may split it too. On error the tree holds
+ * the same keys as before (a split of an ancestor may have happened).
+ */
+static int node_split(struct bch_btree *b, struct bch_node *n)
+{
+	struct bch_node *p, *l = NULL, *r = NULL, *root = NULL;
+	u32 nr, mid;
+	int ret;
+
+	for (;;) {
+		p = node_parent(b, n);
+		if (!p)
+			break;
+		ret = node_reserve_ptrs(b, p);
+		if (!ret)
+			break;
+		if (ret != -ENOSPC)
+			return ret;
+		ret = node_split(b, p);
+		if (ret)
+			return ret;
+	}
+	if (!p && n != b->root)
+		return -EIO;
+	if (!p) {
+		if (b->level + 1 >= BCH_BTREE_MAX_DEPTH)
+			return -ENOSPC;
+		ret = node_create(b, n->level + 1, &root);
+		if (ret)
+			return ret;
+	}
+	ret = node_create(b, n->level, &l);
+	if (!ret)
+		ret = node_create(b, n->level, &r);
+	if (!ret) {
+		node_compact(b, n);
+		if (WARN_ON(n->nkeys < 2))
+			ret = -EIO;
+	}
+	if (ret) {
+		node_discard(b, r);
+		node_discard(b, l);
+		node_discard(b, root);
+		return ret;
+	}
+
+	nr = n->nkeys;
+	mid = nr / 2;
+	memcpy(l->keys, n->keys, mid * sizeof(*n->keys));
+	l->nkeys = mid;
+	l->sets[0].nkeys = mid;
+	l->key.inode = n->keys[mid - 1].inode;
+	l->key.end = n->keys[mid - 1].end;
+	memcpy(r->keys, n->keys + mid, (nr - mid) * sizeof(*n->keys));
+	r->nkeys = nr - mid;
+	r->sets[0].nkeys = nr - mid;
+	r->key.inode = n->key.inode;
+	r->key.end = n->key.end;
+
+	hash_del(b, n);
+	hash_add(b, l);
+	hash_add(b, r);
+	if (root) {
+		root->key.inode = U32_MAX;
+		root->key.end = U64_MAX;
+		bch_bset_insert(&root->sets[0], &l->key);
+		bch_bset_insert(&root->sets[0], &r->key);
+		root->nkeys = 2;
+		hash_add(b, root);
+		b->root = root;
+		b->level = root->level;
+	} else {
+		node_set_ptr(p, &l->key);
+		node_set_ptr(p, &r->key);	/* replaces n's */
+	}
+	b->ops->free(b, n->bucket);
+	node_free(n);
+	b->splits++;
+	return 0;
+}
+
+int bch_btree_insert(struct bch_btree *b, const struct bch_bkey *k)
+{
+	u64 start, end, pos, next;
+	struct bch_node *n;
+	int ret;
+
+	if (!b->root || !k->size || k->size > k->end)
+		return -EINVAL;
+	start = bch_key_start(k);
+	end = k->end;
+
+	/* First room in every leaf the extent spans, so that the rest cannot fail. */
+	for (pos = start; pos < end;) {
+		n = find_leaf(b, k->inode, pos);
+		if (!n)
+			return -EIO;
+		ret = node_reserve(b, n, 2);
+		if (ret == -ENOSPC) {
+			ret = node_split(b, n);
+			if (ret)
+				return ret;
+			continue;
+		}
+		pos = leaf_end(n, k->inode, end);
+	}
+
+	for (pos = start; pos < end; pos = next) {
+		struct bch_bkey piece = *k;
+
+		n = find_leaf(b, k->inode, pos);
+		next = leaf_end(n, k->inode, end);
+		piece.end = next;
+		piece.size = next - pos;
+		piece.ptr = k->ptr + (pos - start);
+		leaf_insert(b, n, &piece);
+	}
+	return 0;
+}
+
+int bch_btree_lookup(struct bch_btree *b, u32 inode, u64 start, u64 end,
+		     struct bch_bkey *out)
+{
+	const struct bch_node *n;
+	const struct bch_bkey *k;
+	u64 pos = start;
+
+	memset(out, 0, sizeof(*out));
+	if (start >= end)
+		return -EINVAL;
+	if (end - start > U32_MAX)
+		end = start + U32_MAX;
+
+	n = find_leaf(b, inode, pos);
+	while (pos < end) {
+		if (!n) {
+			pos = end;		/* a broken tree: a miss is safe */
+			break;
+		}
+		k = node_search(n, inode, pos + 1);
+		if (k && k->inode == inode && bch_key_start(k) < end) {
+			if (!(k->flags & BCH_KEY_HOLE) && !key_dead(b, k)) {
+				if (bch_key_start(k) <= start) {
+					*out = *k;
+					out->end = min(k->end, end);
+					out->size = out->end - start;
+					out->ptr = k->ptr + (start - bch_key_start(k));
+					return 1;
+				}
+				pos = bch_key_start(k);
+				break;
+			}
+			pos = k->end;		/* holes and dead keys extend the hole */
+			continue;
+		}
+		if (n->key.inode != inode || n->key.end >= end) {
+			pos = end;
+			break;
+		}
+		pos = n->key.end;		/* on into the next leaf */
+		n = find_leaf(b, inode, pos);
+	}
+	out->inode = inode;
+	out->size = min(pos, end) - start;
+	out->end = start + out->size;
+	out->flags = BCH_KEY_HOLE;
+	return 0;
+}
+
+static int node_gc(struct bch_btree *b, struct bch_node *n,
+		   void (*fn)(struct bch_btree *b, const struct bch_bkey *k, bool is_node,
+			      void *arg),
+		   void *arg)
+{
+	struct bch_bkey *k, pos;
+	struct bch_node *c;
+	unsigned int i;
+	u32 j;
+	int ret;
+
+	if (node_has_garbage(b, n))
+		node_compact(b, n);
+	fn(b, &n->key, true, arg);
+	if (!n->level) {
+		for (i = 0; i < n->nsets; i++)
+			for (j = 0; j < n->sets[i].nkeys; j++)
+				fn(b, &n->sets[i].keys[j], false, arg);
+		return 0;
+	}
+	for (k = node_next(n, NULL); k; k = node_next(n, &pos)) {
+		pos = *k;
+		c = node_find(b, k->ptr);
+		if (WARN_ON(!c))
+			return -EIO;
+		ret = node_gc(b, c, fn, arg);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int bch_btree_gc(struct bch_btree *b,
+		 void (*fn)(struct bch_btree *b, const struct bch_bkey *k, bool is_node,
+			    void *arg),
+		 void *arg)
+{
+	if (!b->root)
+		return -EINVAL;
+	return node_gc(b, b->root, fn, arg);
+}
+
+/* IO. */
+
+/* Write @n whole as the only set of @bucket, under a new @seq. */
+static int node_write_whole(struct bch_btree *b, struct bch_node *n, u64 bucket, u64 seq)
+{
+	size_t bytes;
+	int ret;
+
+	if (WARN_ON(n->nsets != 1))
+		return -EIO;
+	bytes = bch_bset_pack(b->iobuf, &n->sets[0], seq, n->level, 0,
+			      b->block_sectors << BCH_SECTOR_SHIFT);
+	ret = b->ops->io(b, true, bucket, 0, b->iobuf, bytes >> BCH_SECTOR_SHIFT);
+	if (ret)
+		return ret;
+	n->seq = seq;
+	n->written = bytes >> BCH_SECTOR_SHIFT;
+	n->nwritten = 1;
+	n->need_cow = false;
+	n->dirty = false;
+	b->set_writes++;
+	return 0;
+}
+
+/* Rewrite @n whole to a new bucket and point @parent (NULL: root) there. */
+static int node_cow(struct bch_btree *b, struct bch_node *n, struct bch_node *parent)
+{
+	u64 bucket, old = n->bucket;
+	u8 gen;
+	int ret;
+
+	/* Room for the new pointer before anything changes. */
+	if (parent) {
+		ret = node_reserve(b, parent, 1);
+		if (WARN_ON(ret))
+			return -EIO;
+	}
+	ret = b->ops->alloc(b, &bucket, &gen);
+	if (ret)
+		return ret;
+	node_compact(b, n);
+	ret = node_write_whole(b, n, bucket, get_random_u64());
+	if (ret) {
+		b->ops->free(b, bucket);
+		return ret;
+	}
+	hash_del(b, n);
+	node_set_bucket(b, n, bucket, gen);
+	hash_add(b, n);
+	if (parent)
+		node_set_ptr(parent, &n->key);
+	b->ops->free(b, old);
+	b->cows++;
+	return 0;
+}
+
+static int node_write(struct bch_btree *b, struct bch_node *n, struct bch_node *parent)
+{
+	u32 block_bytes = b->block_sectors << BCH_SECTOR_SHIFT;
+	struct bch_bset *open = &n->sets[n->nsets - 1];
+	size_t bytes;
+	int ret;
+
+	if (!n->dirty)
+		return 0;
+	if (!n->written) {
+		/* Nothing of ours in the bucket yet: write in place. */
+		if (n->nsets > 1 || node_has_garbage(b, n))
+			node_compact(b, n);
+		return node_write_whole(b, n, n->bucket, n->seq);
+	}
+	if (!n->need_cow) {
+		if (n->nwritten == n->nsets) {
+			n->dirty = false;
+			return 0;
+		}
+		bytes = bch_bset_bytes(bch_bset_live(open), block_bytes);
+		if (n->written + (bytes >> BCH_SECTOR_SHIFT) <= b->bucket_sectors) {
+			bytes = bch_bset_pack(b->iobuf, open, n->seq, n->level, n->nwritten,
+					      block_bytes);
+			ret = b->ops->io(b, true, n->bucket, n->written, b->iobuf,
+					 bytes >> BCH_SECTOR_SHIFT);
+			if (ret)
+				return ret;
+			n->written += bytes >> BCH_SECTOR_SHIFT;
+			n->nwritten++;
+			n->dirty = false;
+			b->set_writes++;
+			return 0;
+		}
+	}
+	return node_cow(b, n, parent);
+}
+
+/* Children first: their new buckets go into @n before @n is written. */
+static int node_flush(struct bch_btree *b, struct bch_node *n, struct bch_node *parent)
+{
+	struct bch_bkey *k, pos;
+	struct bch_node *c;
+	int ret;
+
+	if (n->level) {
+		for (k = node_next(n, NULL); k; k = node_next(n, &pos)) {
+			pos = *k;
+			c = node_find(b, k->ptr);
+			if (WARN_ON(!c))
+				return -EIO;
+			ret = node_flush(b, c, n);
+			if (ret)
+				return ret;
+		}
+	}
+	return node_write(b, n, parent);
+}
+
+int bch_btree_flush(struct bch_btree *b)
+{
+	if (!b->root)
+		return -EINVAL;
+	return node_flush(b, b->root, NULL);
+}
+
+void bch_btree_root(struct bch_btree *b, struct bch_bkey *root, unsigned int *level)
+{
+	if (b->root) {
+		*root = b->root->key;
+		*level = b->level;
+	} else {
+		memset(root, 0, sizeof(*root));
+		*level = 0;
+	}
+}
+
+/* Load. */
+
+/* Redo on the older sets the cuts the keys of every newer set made. */
+static void node_replay(struct bch_node *n)
+{
+	struct bch_bkey tail, *old;
+	unsigned int i, j;
+	u32 x;
+
+	for (j = 1; j < n->nsets; j++) {
+		for (x = 0; x < n->sets[j].nkeys; x++) {
+			const struct bch_bkey *k = &n->sets[j].keys[x];
+
+			for (i = 0; i < j; i++) {
+				if (!n->level) {
+					/* a split's tail went to set j or later: drop it */
+					bch_bset_fixup(&n->sets[i], k, &tail);
+					continue;
+				}
+				old = bch_bset_next(&n->sets[i], k->inode, k->end);
+				if (old && !bch_bkey_cmp(old, k))
+					old->size = 0;
+			}
+		}
+	}
+}
+
+static int node_read(struct bch_btree *b, struct bch_node *n)
+{
+	size_t bucket_bytes = (size_t)b->bucket_sectors << BCH_SECTOR_SHIFT;
+	size_t off = 0, bytes;
+	int ret;
+
+	ret = b->ops->io(b, false, n->bucket, 0, b->iobuf, b->bucket_sectors);
+	if (ret)
+		return ret;
+	/* We never write more than BCH_BTREE_MAX_SETS sets to one bucket. */
+	n->nsets = 0;
+	while (off < bucket_bytes && n->nsets < BCH_BTREE_MAX_SETS) {
+		ret = bch_bset_unpack((u8 *)b->iobuf + off, bucket_bytes - off, &n->seq,
+				      n->level, n->nsets, n->keys + n->nkeys,
+				      b->node_keys - n->nkeys,
+				      b->block_sectors << BCH_SECTOR_SHIFT, &bytes);
+		if (ret < 0)
+			break;		/* torn, stale or never written */
+		n->sets[n->nsets].keys = n->keys + n->nkeys;
+		n->sets[n->nsets].nkeys = ret;
+		n->nsets++;
+		n->nkeys += ret;
+		off += bytes;
+	}
+	if (!n->nsets)
+		return -EUCLEAN;
+	n->written = off >> BCH_SECTOR_SHIFT;
+	n->nwritten = n->nsets;
+	node_replay(n);
+	n->ndeleted = n->nkeys - node_live(n);
+	return 0;
+}
+
+/*
+ * Check that the live keys of @n are sorted, above the node's lower bound
+ * (@lo, exclusive: the previous sibling's max) and at most its max; that
+ * no extent crosses either bound; that pointers look like pointers.
+ */
+static bool bad_ptr(const struct bch_btree *b, const struct bch_bkey *k)
+{
+	u32 rem;
+
+	div_u64_rem(k->ptr, b->bucket_sectors, &rem);
+	return k->size != 1 || rem;
+}
+
+static int node_check(struct bch_btree *b, const struct bch_node *n, const struct bch_bkey *lo)
+{
+	const struct bch_bkey *k, *prev = lo;
+	u32 nr, i;
+
+	nr = bch_bset_merge(b->scratch, n->sets, n->nsets, NULL, NULL);
+	for (i = 0; i < nr; prev = k, i++) {
+		k = &b->scratch[i];
+		if (bch_bkey_cmp(k, prev) <= 0 || bch_bkey_cmp(k, &n->key) > 0)
+			return -EUCLEAN;
+		if (n->level) {
+			if (bad_ptr(b, k))
+				return -EUCLEAN;
+		} else if (k->size > k->end ||
+			   (k->inode == prev->inode && bch_key_start(k) < prev->end)) {
+			return -EUCLEAN;
+		}
+	}
+	if (n->level && (!nr || nr > b->split_keys || bch_bkey_cmp(prev, &n->key)))
+		return -EUCLEAN;
+	return 0;
+}
+
+static int node_load(struct bch_btree *b, const struct bch_bkey *key, unsigned int level,
+		     const struct bch_bkey *lo)
+{
+	struct bch_bkey *k, prev;
+	struct bch_node *n;
+	int ret;
+
+	if (bad_ptr(b, key))
+		return -EUCLEAN;
+	if (node_find(b, key->ptr))
+		return -EUCLEAN;	/* a bucket twice: corrupt, maybe a loop */
+	n = node_new(b, level);
+	if (!n)
+		return -ENOMEM;
+	n->key = *key;
+	n->bucket = div_u64(key->ptr, b->bucket_sectors);
+	hash_add(b, n);			/* from here bch_btree_free() frees it */
+
+	ret = node_read(b, n);
+	if (!ret)
+		ret = node_check(b, n, lo);
+	if (ret) {
+		pr_err("bad node at level %u in bucket %llu: %d\n", level, n->bucket, ret);
+		return ret;
+	}
+	if (!level)
+		return 0;
+	prev = *lo;
+	for (k = node_next(n, NULL); k; prev = *k, k = node_next(n, k)) {
+		ret = node_load(b, k, level - 1, &prev);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Tunables, buffers and the hash; the tree itself is up to the caller. */
+static int btree_setup(struct bch_btree *b)
+{
+	size_t bucket_bytes;
+
+	if (!b->max_sets)
+		b->max_sets = BCH_BTREE_DEFAULT_SETS;
+	if (!b->ops || !b->block_sectors || !b->bucket_sectors ||
+	    b->bucket_sectors % b->block_sectors ||
+	    b->bucket_sectors > BCH_MAX_BUCKET_SECTORS || b->max_sets > BCH_BTREE_MAX_SETS)
+		return -EINVAL;
+	bucket_bytes = (size_t)b->bucket_sectors << BCH_SECTOR_SHIFT;
+
+	b->root = NULL;
+	b->level = 0;
+	b->node_keys = (bucket_bytes - sizeof(struct bch_bset_disk)) /
+		       sizeof(struct bch_bkey_disk);
+	b->split_keys = b->node_keys * 3 / 4;
+	b->nodes = 0;
+	b->compactions = 0;
+	b->splits = 0;
+	b->cows = 0;
+	b->set_writes = 0;
+	b->hash_bits = BCH_HASH_MIN_BITS;
+	b->scratch = bch_kvzalloc(b->node_keys * sizeof(*b->scratch));
+	b->iobuf = bch_kvzalloc(bucket_bytes);
+	b->hash = bch_kvzalloc(sizeof(*b->hash) << b->hash_bits);
+	if (!b->scratch || !b->iobuf || !b->hash) {
+		bch_btree_free(b);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int bch_btree_init(struct bch_btree *b)
+{
+	struct bch_node *n;
+	int ret;
+
+	ret = btree_setup(b);
+	if (ret)
+		return ret;
+	ret = node_create(b, 0, &n);
+	if (ret) {
+		bch_btree_free(b);
+		return ret;
+	}
+	n->key.inode = U32_MAX;
+	n->key.end = U64_MAX;
+	hash_add(b, n);
+	b->root = n;
+	return 0;
+}
+
+int bch_btree_load(struct bch_btree *b, const struct bch_bkey *root, unsigned int level)
+{
+	struct bch_bkey lo = { 0 };
+	int ret;
+
+	if (level >= BCH_BTREE_MAX_DEPTH || root->inode != U32_MAX || root->end != U64_MAX)
+		return -EINVAL;
+	ret = btree_setup(b);
+	if (ret)
+		return ret;
+	ret = node_load(b, root, level, &lo);
+	if (ret) {
+		bch_btree_free(b);
+		return ret;
+	}
+	b->root = node_find(b, root->ptr);
+	b->level = level;
+	return 0;
+}
+
+void bch_btree_free(struct bch_btree *b)
+{
+	struct bch_node *n;
+	u32 i;
+
+	if (b->hash) {
+		for (i = 0; i < (1U << b->hash_bits); i++) {
+			while ((n = b->hash[i])) {
+				b->hash[i] = n->hnext;
+				node_free(n);
+			}
+		}
+	}
+	bch_kvfree(b->hash);
+	bch_kvfree(b->iobuf);
+	bch_kvfree(b->scratch);
+	b->hash = NULL;
+	b->iobuf = NULL;
+	b->scratch = NULL;
+	b->root = NULL;
+	b->level = 0;
+	b->nodes = 0;
+}

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dm-bcache: the index, a btree of extents on Kent Overstreet's bcache
+ * design (see btree.c for how nodes are kept and written).
+ *
+ * Keys are ordered by (inode, end). A leaf key maps the origin sectors
+ * [end - size, end) of @inode to the cache sectors starting at @ptr, in a
+ * bucket of generation @gen; a BCH_KEY_HOLE key maps them to nothing and
+ * only hides older keys. An interior key points to a child node: (inode,
+ * end) is the largest key the child may hold, @ptr the first sector of the
+ * child's bucket, @gen that bucket's gen and @size always 1 (so a pointer
+ * key is never mistaken for an empty one).
+ *
+ * Locking is the caller's: lookup may run concurrently with other lookups,
+ * everything else needs exclusive access. Only load and flush do IO.
+ */
+#ifndef _BCH_BTREE_H
+#define _BCH_BTREE_H
+
+#include "bch_compat.h"
+
+/* The disk layout in CPU byte order. */
+struct bch_bkey {
+	u32	inode;
+	u32	size;		/* sectors; 0 = deleted */
+	u64	end;		/* END of the extent in origin sectors */
+	u64	ptr;		/* first cache sector of the data */
+	u8	gen;
+	u8	flags;		/* BCH_KEY_* */
+	u16	pad;
+	u32	csum;
+};
+
+static inline u64 bch_key_start(const struct bch_bkey *k)
+{
+	return k->end - k->size;
+}
+
+/* The largest number of sets a node may have (the limit for max_sets). */
+#define BCH_BTREE_MAX_SETS	8
+#define BCH_BTREE_DEFAULT_SETS	4
+
+struct bch_btree;
+struct bch_node;
+
+struct bch_btree_ops {
+	/* a free bucket for a node; its current gen. Must not do IO. */
+	int (*alloc)(struct bch_btree *b, u64 *bucket, u8 *gen);
+	/* the node in @bucket is no longer referenced */
+	void (*free)(struct bch_btree *b, u64 bucket);
+	/* synchronous IO of @sectors at @offset sectors into @bucket; write if @write */
+	int (*io)(struct bch_btree *b, bool write, u64 bucket, u32 offset, void *buf,
+		  u32 sectors);
+	/*
+	 * true if a leaf key's data is gone (stale gen, dropped inode): treated
+	 * as a hole, dropped when compacting. Optional; never called on holes
+	 * or on pointer keys.
+	 */
+	bool (*key_dead)(struct bch_btree *b, const struct bch_bkey *k);
+};
+
+struct bch_btree {
+	const struct bch_btree_ops *ops;
+	void		*priv;			/* the caller's */
+	/* Set by the caller before init or load; max_sets 0 = default. */
+	u32		bucket_sectors, block_sectors, max_sets;
+
+	/* Private to btree.c. */
+	struct bch_node	*root;
+	unsigned int	level;			/* of the root; 0 = leaf */
+	u32		node_keys;		/* keys that fit in one node */
+	u32		split_keys;		/* split when compacted above this */
+	struct bch_bkey	*scratch;		/* node_keys, swapped in by compaction */
+	void		*iobuf;			/* one bucket */
+	struct bch_node	**hash;			/* nodes by bucket */
+	unsigned int	hash_bits;
+
+	/* Counters, for the status line and the tests. */
+	u64		nodes;
+	u64		compactions;
+	u64		splits;
+	u64		cows;			/* nodes rewritten to a new bucket */
+	u64		set_writes;		/* sets written (appends and whole) */
+};
+
+/*
+ * init and load take a zeroed or freed tree with ops, priv and the sizes
+ * set (bucket_sectors a multiple of block_sectors, max_sets at most
+ * BCH_BTREE_MAX_SETS).
+ */
+/* An empty tree: one empty, dirty root leaf (one ops->alloc). */
+int bch_btree_init(struct bch_btree *b);
+/* Read every node from disk; any bad node -> error, nothing leaked. */
+int bch_btree_load(struct bch_btree *b, const struct bch_bkey *root, unsigned int level);
+/* Memory only, no ops called; also fine after a failed init or load, and twice. */
+void bch_btree_free(struct bch_btree *b);
+/*
+ * Write every dirty node, children before parents; then bch_btree_root() is
+ * what is on disk. A node rewritten whole goes to a new bucket and its old
+ * bucket is freed at once, so the previous on-disk tree is not usable once a
+ * flush has started (the caller trusts it only after a clean shutdown).
+ */
+int bch_btree_flush(struct bch_btree *b);
+void bch_btree_root(struct bch_btree *b, struct bch_bkey *root, unsigned int *level);
+
+/*
+ * Insert a data extent or a BCH_KEY_HOLE, overriding whatever it overlaps.
+ * Memory only, never IO. All or nothing: on error (-ENOMEM, or the error of
+ * ops->alloc when no bucket is left for a split) the index is exactly as it
+ * was. For a hole that means the older data is still visible, so a caller
+ * that must forget it has to invalidate the whole inode instead.
+ */
+int bch_btree_insert(struct bch_btree *b, const struct bch_bkey *k);
+
+/*
+ * The piece at @start: returns 1 and sets @out to the live key clipped to
+ * [start, min(end, key end)) (ptr adjusted) if @start is cached; returns 0
+ * and sets out->size to the hole's length up to min(end, start of the next
+ * live key) otherwise (out->flags = BCH_KEY_HOLE). Ranges longer than
+ * U32_MAX are clipped. Memory only; safe with concurrent lookups.
+ */
+int bch_btree_lookup(struct bch_btree *b, u32 inode, u64 start, u64 end,
+		     struct bch_bkey *out);
+
+/*
+ * Compact every node holding dead, deleted or hole keys; then call @fn for
+ * every live leaf key (is_node false) and, with is_node true, for every
+ * node's own pointer key (its bucket is k->ptr / bucket_sectors, its gen
+ * k->gen), in no particular order. @fn must not change the tree. Memory
+ * only. Compacted nodes are rewritten to new buckets by the next flush.
+ */
+int bch_btree_gc(struct bch_btree *b,
+		 void (*fn)(struct bch_btree *b, const struct bch_bkey *k, bool is_node,
+			    void *arg),
+		 void *arg);
+
+/* Levels in the tree (1 = the root is a leaf). */
+static inline unsigned int bch_btree_depth(const struct bch_btree *b)
+{
+	return b->root ? b->level + 1 : 0;
+}
+
+static inline u64 bch_btree_nodes(const struct bch_btree *b)
+{
+	return b->nodes;
+}
+
+#endif /* _BCH_BTREE_H */

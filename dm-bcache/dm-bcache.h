@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dm-bcache: in-core structures shared by the subsystems.
+ *
+ * A cache set is one formatted cache device, shared by every target whose
+ * table names it (found by dev_t, refcounted). Each target caches one
+ * origin and holds one UUID slot of the set.
+ */
+#ifndef _DM_BCACHE_H
+#define _DM_BCACHE_H
+
+#include <linux/blkdev.h>
+#include <linux/device-mapper.h>
+#include <linux/dm-io.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/refcount.h>
+#include <linux/rwsem.h>
+#include <linux/types.h>
+#include <linux/workqueue.h>
+
+#include "bcache_ondisk.h"
+#include "btree.h"
+#include "seq.h"
+#include "track.h"
+
+#define DM_MSG_PREFIX "bcache"
+
+/* In-core bucket states; only prio, gen and the META flag are on disk. */
+enum bch_bucket_state {
+	BCH_B_FREE,		/* on the free FIFO, no live key points in */
+	BCH_B_OPEN,		/* data is being appended */
+	BCH_B_DATA,		/* full of (possibly stale) cached data */
+	BCH_B_BTREE,		/* holds a btree node */
+	BCH_B_META,		/* superblock, bucket arrays, UUID tables */
+};
+
+/*
+ * A bucket can be invalidated only while gen - last_gc stays below this,
+ * so no key older than the last GC can ever match a wrapped gen.
+ */
+#define BCH_GC_GEN_MAX		64
+
+/* bch_slot_inode() of a slot that holds no data: matches no key. */
+#define BCH_INODE_NONE		U32_MAX
+
+struct bch_bucket {
+	u16	prio;
+	u8	gen;
+	u8	last_gc;	/* gen at the last full GC */
+	u8	flags;		/* BCH_BUCKET_* */
+	u8	state;		/* enum bch_bucket_state */
+	atomic_t pending;	/* fills allocated here, key not yet inserted */
+	u32	sectors;	/* live sectors (exact after GC) */
+};
+
+struct bch_prio_tunables {
+	unsigned int	initial;	/* prio of newly filled buckets */
+	unsigned int	hit;		/* added per 4 KiB hit */
+	unsigned int	seek;		/* added per hit, whatever its size */
+	u64		rescale;	/* sectors of IO between 7/8 rescales */
+};
+
+/* In-core state of a UUID slot that is not on disk. */
+struct bch_slot {
+	unsigned int		holders;	/* tables using the slot */
+	struct mapped_device	*md;		/* the device they belong to */
+	dev_t			origin;		/* and its origin device */
+	struct bch_track	*track;		/* writes racing with fills */
+};
+
+struct bch_cache_set {
+	struct list_head	list;		/* on bch_cache_sets */
+	refcount_t		ref;
+	dev_t			dev;
+	struct block_device	*bdev;
+	char			name[32];
+	struct dm_io_client	*io;
+
+	/* Protects the superblock, the UUID table and the bucket array. */
+	struct mutex		lock;
+	struct bch_sb_disk	*sb;		/* in-core copy, written as is */
+
+	u32			block_size;	/* sectors */
+	u32			bucket_size;	/* sectors */
+	u64			nbuckets;
+	u64			first_bucket;
+	struct bch_bucket	*buckets;	/* nbuckets entries */
+	void			*prio_buf;	/* one on-disk array copy */
+
+	struct bch_uuid_disk	*uuids;		/* BCH_UUID_SLOTS entries */
+	struct bch_slot		slots[BCH_UUID_SLOTS];
+
+	/* Allocator: protects bucket state, the FIFO and the open bucket. */
+	spinlock_t		alloc_lock;
+	u64			*free_fifo;
+	u64			free_head, nr_free;
+	u64			open_bucket;
+	u32			open_offset;	/* sectors used in open_bucket */
+	bool			have_open;
+	u64			nr_data, nr_btree;	/* buckets in use */
+	struct bch_prio_tunables prio;
+	atomic64_t		rescale_sectors;
+	bool			need_gc;
+	bool			gc_running;
+
+	/* The index: readers under read, inserts/GC/flush under write. */
+	struct rw_semaphore	btree_lock;
+	struct bch_btree	btree;
+
+	struct workqueue_struct	*wq;
+	struct work_struct	reclaim_work;
+	struct work_struct	gc_work;
+	struct work_struct	rescale_work;
+	struct work_struct	uuid_work;
+	atomic64_t		gc_runs;
+};
+
+/* Counters shown by the status line. */
+struct bch_stats {
+	atomic64_t	read_hits;
+	atomic64_t	read_misses;
+	atomic64_t	write_hits;
+	atomic64_t	write_misses;
+	atomic64_t	bypassed;
+	atomic64_t	filled;		/* sectors indexed */
+	atomic64_t	retries;	/* cache reads redone on the origin */
+	atomic64_t	cache_errors;
+};
+
+struct bch_target {
+	struct dm_target	*ti;
+	struct dm_dev		*cache_dev;
+	struct dm_dev		*origin_dev;
+	struct bch_cache_set	*set;
+	unsigned int		slot;
+	bool			persistent;	/* origin_uuid given */
+	bool			cache_failed;
+	struct bch_seq		seq;
+	struct bio_set		bs;		/* clones of cached writes */
+	atomic_t		fills;		/* in flight */
+	struct bch_stats	stats;
+};
+
+/* super.c */
+struct bch_cache_set *bch_set_get(struct dm_target *ti, struct block_device *bdev,
+				  char **error);
+void bch_set_put(struct bch_cache_set *set);
+int bch_meta_io(struct bch_cache_set *set, blk_opf_t opf, sector_t sector,
+		void *buf, size_t len);
+int bch_sb_write(struct bch_cache_set *set);
+
+/* uuids.c */
+int bch_uuids_read(struct bch_cache_set *set, char **error);
+int bch_uuids_write(struct bch_cache_set *set);
+void bch_uuids_recover(struct bch_cache_set *set, bool clean);
+int bch_slot_attach(struct bch_cache_set *set, struct bch_target *bt,
+		    const u8 *uuid, char **error);
+void bch_slot_detach(struct bch_cache_set *set, struct bch_target *bt,
+		     bool live);
+int bch_slot_invalidate(struct bch_cache_set *set, unsigned int slot);
+void bch_slot_invalidate_nowait(struct bch_cache_set *set, unsigned int slot);
+u32 bch_slot_inode(struct bch_cache_set *set, unsigned int slot);
+void bch_uuids_work(struct work_struct *work);
+
+/* alloc.c */
+int bch_alloc_init(struct bch_cache_set *set);
+void bch_alloc_exit(struct bch_cache_set *set);
+void bch_alloc_load(struct bch_cache_set *set);
+int bch_alloc_data(struct bch_cache_set *set, u32 sectors, u64 *ptr, u8 *gen,
+		   u32 *got);
+void bch_alloc_done(struct bch_cache_set *set, u64 ptr, u32 inserted);
+void bch_alloc_abort(struct bch_cache_set *set, u64 ptr);
+int bch_alloc_btree(struct bch_cache_set *set, u64 *bucket, u8 *gen);
+void bch_free_btree(struct bch_cache_set *set, u64 bucket);
+bool bch_ptr_stale(struct bch_cache_set *set, u64 ptr, u8 gen);
+void bch_bucket_hit(struct bch_cache_set *set, u64 ptr, u32 sectors);
+void bch_account_io(struct bch_cache_set *set, u32 sectors);
+void bch_alloc_gc_start(struct bch_cache_set *set);
+void bch_alloc_gc_finish(struct bch_cache_set *set);
+void bch_alloc_gc_abort(struct bch_cache_set *set);
+
+/* index.c */
+int bch_index_open(struct bch_cache_set *set, bool clean, bool *lost);
+int bch_index_close(struct bch_cache_set *set);
+void bch_index_free(struct bch_cache_set *set);
+
+/* gc.c */
+void bch_gc_init(struct bch_cache_set *set);
+int bch_gc_run(struct bch_cache_set *set);
+int bch_gc_initial(struct bch_cache_set *set);
+bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k);
+
+/* request.c */
+size_t bch_io_size(void);
+int bch_map(struct dm_target *ti, struct bio *bio);
+int bch_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error);
+void bch_wait_fills(struct bch_target *bt);
+
+/* prio.c */
+int bch_prios_read(struct bch_cache_set *set, char **error);
+int bch_prios_write(struct bch_cache_set *set);
+
+/* checksum of on-disk structures: standard CRC-32C */
+u32 bch_crc32c(const void *buf, size_t len);
+
+#endif /* _DM_BCACHE_H */

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-bcache: garbage collection.
+ *
+ * A pass compacts every index node holding dead keys (stale gens, epochs
+ * of invalidated origins, holes), recounts the live sectors of every
+ * bucket, frees the buckets left empty and lets every bucket's last_gc
+ * catch up with its gen. It must run before any bucket's gen runs
+ * BCH_GC_GEN_MAX ahead of its last_gc: the allocator stops invalidating
+ * such buckets and asks for a pass. The pass works on the in-memory
+ * index under the btree lock; it does no IO.
+ */
+#include "dm-bcache.h"
+
+static void bch_gc_mark(struct bch_btree *b, const struct bch_bkey *k,
+			bool is_node, void *arg)
+{
+	struct bch_cache_set *set = arg;
+	u64 bucket = k->ptr / set->bucket_size;
+
+	if (bucket < set->first_bucket || bucket >= set->nbuckets)
+		return;
+	if (is_node)
+		set->buckets[bucket].state = BCH_B_BTREE;
+	else
+		set->buckets[bucket].sectors += k->size;
+}
+
+/* A key's data is gone if its origin was invalidated or its bucket reused. */
+bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k)
+{
+	struct bch_cache_set *set = b->priv;
+
+	return k->inode == BCH_INODE_NONE ||
+	       k->inode != bch_slot_inode(set, k->inode % BCH_UUID_SLOTS) ||
+	       bch_ptr_stale(set, k->ptr, k->gen);
+}
+
+int bch_gc_run(struct bch_cache_set *set)
+{
+	int r;
+
+	down_write(&set->btree_lock);
+	bch_alloc_gc_start(set);
+	r = bch_btree_gc(&set->btree, bch_gc_mark, set);
+	if (r) {
+		/* Counts are partial: keep everything and retry later. */
+		DMERR_LIMIT("%s: gc failed: %d", set->name, r);
+		bch_alloc_gc_abort(set);
+	} else {
+		bch_alloc_gc_finish(set);
+		atomic64_inc(&set->gc_runs);
+	}
+	up_write(&set->btree_lock);
+	return r;
+}
+
+/* The initial pass at open: it also finds the buckets of the nodes. */
+int bch_gc_initial(struct bch_cache_set *set)
+{
+	int r;
+
+	down_write(&set->btree_lock);
+	r = bch_btree_gc(&set->btree, bch_gc_mark, set);
+	up_write(&set->btree_lock);
+	return r;
+}
+
+static void bch_gc_work(struct work_struct *work)
+{
+	struct bch_cache_set *set = container_of(work, struct bch_cache_set,
+						 gc_work);
+
+	bch_gc_run(set);
+	/* Buckets may be reclaimable now. */
+	queue_work(set->wq, &set->reclaim_work);
+}
+
+void bch_gc_init(struct bch_cache_set *set)
+{
+	INIT_WORK(&set->gc_work, bch_gc_work);
+}

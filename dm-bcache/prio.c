@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-bcache: the bucket array (priority and generation of every bucket).
+ *
+ * Two copies live on disk; the superblock names the current one and its
+ * checksum. A write fills the other copy and then the superblock, so a
+ * torn write leaves the previous copy in force.
+ */
+#include <linux/vmalloc.h>
+
+#include "dm-bcache.h"
+
+static size_t bch_prio_bytes(struct bch_cache_set *set)
+{
+	return (size_t)le32_to_cpu(set->sb->prio_sectors) << SECTOR_SHIFT;
+}
+
+int bch_prios_read(struct bch_cache_set *set, char **error)
+{
+	struct bch_sb_disk *sb = set->sb;
+	unsigned int cur = le32_to_cpu(sb->prio_current);
+	struct bch_bucket_disk *d;
+	u64 i;
+	int r;
+
+	*error = "cannot allocate the bucket array";
+	set->buckets = vzalloc(array_size(set->nbuckets, sizeof(*set->buckets)));
+	set->prio_buf = vmalloc(bch_prio_bytes(set));
+	if (!set->buckets || !set->prio_buf)
+		return -ENOMEM;
+
+	r = bch_meta_io(set, REQ_OP_READ, le64_to_cpu(sb->prio_offset[cur]),
+			set->prio_buf, bch_prio_bytes(set));
+	if (r) {
+		*error = "cannot read the bucket array";
+		return r;
+	}
+	if (bch_crc32c(set->prio_buf, bch_prio_bytes(set)) !=
+	    le32_to_cpu(sb->prio_csum)) {
+		*error = "bucket array checksum mismatch";
+		return -EINVAL;
+	}
+
+	d = set->prio_buf;
+	for (i = 0; i < set->nbuckets; i++) {
+		struct bch_bucket *b = &set->buckets[i];
+		bool meta = i < set->first_bucket;
+
+		b->prio = le16_to_cpu(d[i].prio);
+		b->gen = d[i].gen;
+		b->last_gc = b->gen;
+		b->flags = d[i].flags;
+		if (meta != !!(b->flags & BCH_BUCKET_META)) {
+			*error = "bucket array disagrees with the superblock layout";
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int bch_prios_write(struct bch_cache_set *set)
+{
+	struct bch_sb_disk *sb = set->sb;
+	unsigned int next = !le32_to_cpu(sb->prio_current);
+	struct bch_bucket_disk *d = set->prio_buf;
+	u64 i;
+	int r;
+
+	lockdep_assert_held(&set->lock);
+	memset(set->prio_buf, 0, bch_prio_bytes(set));
+	for (i = 0; i < set->nbuckets; i++) {
+		d[i].prio = cpu_to_le16(set->buckets[i].prio);
+		d[i].gen = set->buckets[i].gen;
+		d[i].flags = set->buckets[i].flags;
+	}
+	r = bch_meta_io(set, REQ_OP_WRITE, le64_to_cpu(sb->prio_offset[next]),
+			set->prio_buf, bch_prio_bytes(set));
+	if (r)
+		return r;
+	sb->prio_current = cpu_to_le32(next);
+	sb->prio_csum = cpu_to_le32(bch_crc32c(set->prio_buf,
+					       bch_prio_bytes(set)));
+	return bch_sb_write(set);
+}

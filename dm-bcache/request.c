@@ -1,0 +1,523 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-bcache: the IO paths (writethrough).
+ *
+ * Reads: the index is looked up for the first sector of the bio; dm is
+ * told to accept only the piece that is wholly cached or wholly not, and
+ * sends the rest back to map() as a new bio. A hit is remapped to the
+ * cache device; after it completes, the bucket's gen is checked again
+ * and a read that raced with the bucket's reuse (or failed) is retried
+ * from the origin. A miss is read from the origin; its data is copied
+ * and written to the cache in the background, then indexed.
+ *
+ * Writes complete when the origin has them. The cached range is punched
+ * out of the index before the write is issued; where the write has its
+ * range to itself, its data is also written to the cache and indexed
+ * after both writes succeed. track.c decides which fills may be indexed.
+ *
+ * map() may sleep but must never wait for IO it issues itself: bios
+ * submitted from here are queued until map() returns.
+ */
+#include <linux/bio.h>
+#include <linux/slab.h>
+
+#include "dm-bcache.h"
+
+/* Per-bio data. */
+struct bch_io {
+	struct bch_target	*bt;
+	struct bvec_iter	iter;	/* the bio in origin sectors */
+	u64			ptr;	/* hit or cached write: cache sector */
+	u64			snap;	/* track.c snapshot */
+	u32			inode;
+	u8			gen;
+	u8			kind;
+	u8			cache_error;
+	struct work_struct	work;
+};
+
+enum {
+	BCH_IO_ORIGIN,		/* plain remap, nothing to do at the end */
+	BCH_IO_HIT,		/* read from the cache */
+	BCH_IO_MISS,		/* read from the origin, to be filled */
+	BCH_IO_WRITE,		/* write, range punched out */
+	BCH_IO_WRITE_CACHED,	/* write, also being written to the cache */
+};
+
+/* A copy of data on its way into the cache. */
+struct bch_fill {
+	struct work_struct	work;
+	struct bch_target	*bt;
+	u64			sector;	/* origin */
+	u32			sectors;
+	u32			inode;
+	u64			snap;
+	u64			ptr;	/* cached write: already written here */
+	u8			gen;
+	bool			written;
+	unsigned int		nr_pages;
+	struct page		*pages[];
+};
+
+#define BCH_FILL_MAX_SECTORS	(1U << 11)	/* 1 MiB */
+#define BCH_FILLS_MAX		64		/* in flight per origin */
+
+size_t bch_io_size(void)
+{
+	return sizeof(struct bch_io);
+}
+
+static struct bch_track *bch_track_of(struct bch_target *bt)
+{
+	return bt->set->slots[bt->slot].track;
+}
+
+static void bch_remap_origin(struct bch_target *bt, struct bio *bio)
+{
+	bio_set_dev(bio, bt->origin_dev->bdev);
+}
+
+static bool bch_aligned(struct bch_target *bt, u64 sector, u32 sectors)
+{
+	u32 mask = bt->set->block_size - 1;
+
+	return !((sector | sectors) & mask);
+}
+
+static void bch_fill_put(struct bch_target *bt)
+{
+	atomic_dec(&bt->fills);
+}
+
+static void bch_fill_free(struct bch_fill *f)
+{
+	unsigned int i;
+
+	for (i = 0; i < f->nr_pages; i++)
+		__free_page(f->pages[i]);
+	bch_fill_put(f->bt);
+	kfree(f);
+}
+
+/*
+ * Index [sector, sector + sectors) at @ptr if no write raced with the
+ * data: called with the btree lock held for write.
+ */
+static int bch_index(struct bch_target *bt, u32 inode, u64 sector,
+		     u32 sectors, u64 ptr, u8 gen, u64 snap)
+{
+	struct bch_cache_set *set = bt->set;
+	struct bch_bkey k = {
+		.inode	= inode,
+		.size	= sectors,
+		.end	= sector + sectors,
+		.ptr	= ptr,
+		.gen	= gen,
+	};
+
+	lockdep_assert_held_write(&set->btree_lock);
+	if (inode == BCH_INODE_NONE || inode != bch_slot_inode(set, bt->slot) ||
+	    !bch_track_unchanged(bch_track_of(bt), sector, sectors, snap))
+		return -EAGAIN;
+	return bch_btree_insert(&set->btree, &k);
+}
+
+static void bch_index_done(struct bch_target *bt, u64 ptr, u32 sectors,
+			   int r)
+{
+	struct bch_cache_set *set = bt->set;
+
+	bch_alloc_done(set, ptr, r ? 0 : sectors);
+	if (!r)
+		atomic64_add(sectors, &bt->stats.filled);
+}
+
+/* Write the copied pages to the cache, piece by piece, and index them. */
+static void bch_fill_work(struct work_struct *work)
+{
+	struct bch_fill *f = container_of(work, struct bch_fill, work);
+	struct bch_target *bt = f->bt;
+	struct bch_cache_set *set = bt->set;
+	u32 done = 0, got;
+	u64 ptr;
+	u8 gen;
+	int r;
+
+	if (f->written) {
+		down_write(&set->btree_lock);
+		r = bch_index(bt, f->inode, f->sector, f->sectors, f->ptr,
+			      f->gen, f->snap);
+		bch_index_done(bt, f->ptr, f->sectors, r);
+		up_write(&set->btree_lock);
+		goto out;
+	}
+
+	while (done < f->sectors) {
+		struct bio *bio;
+		u32 bytes, off;
+
+		if (bch_alloc_data(set, f->sectors - done, &ptr, &gen, &got))
+			break;
+		/* Pieces start on block, hence page, boundaries. */
+		bio = bio_alloc(set->bdev, DIV_ROUND_UP(got, PAGE_SECTORS),
+				REQ_OP_WRITE, GFP_NOIO);
+		bio->bi_iter.bi_sector = ptr;
+		for (off = done << SECTOR_SHIFT;
+		     off < (done + got) << SECTOR_SHIFT; off += bytes) {
+			bytes = min_t(u32, PAGE_SIZE - offset_in_page(off),
+				      ((done + got) << SECTOR_SHIFT) - off);
+			__bio_add_page(bio, f->pages[off >> PAGE_SHIFT], bytes,
+				       offset_in_page(off));
+		}
+		r = submit_bio_wait(bio);
+		bio_put(bio);
+
+		down_write(&set->btree_lock);
+		if (r)
+			atomic64_inc(&bt->stats.cache_errors);
+		else
+			r = bch_index(bt, f->inode, f->sector + done, got, ptr,
+				      gen, f->snap);
+		bch_index_done(bt, ptr, got, r);
+		up_write(&set->btree_lock);
+		if (r)
+			break;
+		done += got;
+	}
+out:
+	bch_fill_free(f);
+}
+
+static struct bch_fill *bch_fill_alloc(struct bch_target *bt, u32 sectors,
+				       gfp_t gfp)
+{
+	unsigned int nr = DIV_ROUND_UP(sectors, PAGE_SECTORS), i;
+	struct bch_fill *f;
+
+	if (atomic_inc_return(&bt->fills) > BCH_FILLS_MAX)
+		goto busy;
+	f = kzalloc(struct_size(f, pages, nr), gfp);
+	if (!f)
+		goto busy;
+	f->bt = bt;
+	INIT_WORK(&f->work, bch_fill_work);
+	for (i = 0; i < nr; i++) {
+		f->pages[i] = alloc_page(gfp);
+		if (!f->pages[i]) {
+			bch_fill_free(f);
+			return NULL;
+		}
+		f->nr_pages++;
+	}
+	return f;
+busy:
+	bch_fill_put(bt);
+	return NULL;
+}
+
+/* Copy @bv into the fill's pages at byte @off; segments may straddle them. */
+static void bch_fill_copy(struct bch_fill *f, u32 off, struct bio_vec *bv)
+{
+	u32 done = 0, n;
+	char *src;
+
+	src = bvec_kmap_local(bv);
+	while (done < bv->bv_len) {
+		n = min_t(u32, bv->bv_len - done,
+			  PAGE_SIZE - offset_in_page(off + done));
+		memcpy(page_address(f->pages[(off + done) >> PAGE_SHIFT]) +
+		       offset_in_page(off + done), src + done, n);
+		done += n;
+	}
+	kunmap_local(src);
+}
+
+/* A miss completed: copy its data (the bio is about to be returned). */
+static void bch_fill_from_bio(struct bch_target *bt, struct bio *bio,
+			      struct bch_io *io)
+{
+	u32 sectors = io->iter.bi_size >> SECTOR_SHIFT;
+	struct bvec_iter iter;
+	struct bio_vec bv;
+	struct bch_fill *f;
+	u32 off = 0;
+
+	f = bch_fill_alloc(bt, sectors, GFP_NOWAIT | __GFP_NOWARN);
+	if (!f)
+		return;
+	f->sector = io->iter.bi_sector;
+	f->sectors = sectors;
+	f->inode = io->inode;
+	f->snap = io->snap;
+	__bio_for_each_segment(bv, bio, iter, io->iter) {
+		bch_fill_copy(f, off, &bv);
+		off += bv.bv_len;
+	}
+	queue_work(bt->set->wq, &f->work);
+}
+
+static void bch_retry_work(struct work_struct *work)
+{
+	struct bch_io *io = container_of(work, struct bch_io, work);
+	struct bio *bio = dm_bio_from_per_bio_data(io, sizeof(*io));
+
+	submit_bio_noacct(bio);
+}
+
+/* Reissue a cache read to the origin; dm completes it after that. */
+static void bch_retry_from_origin(struct bch_target *bt, struct bio *bio,
+				  struct bch_io *io)
+{
+	bio->bi_iter = io->iter;
+	bio->bi_status = BLK_STS_OK;
+	bch_remap_origin(bt, bio);
+	io->kind = BCH_IO_ORIGIN;
+	INIT_WORK(&io->work, bch_retry_work);
+	queue_work(bt->set->wq, &io->work);
+}
+
+static int bch_map_read(struct bch_target *bt, struct bio *bio,
+			struct bch_io *io)
+{
+	struct bch_cache_set *set = bt->set;
+	u64 sector = bio->bi_iter.bi_sector;
+	u32 sectors = bio_sectors(bio);
+	struct bch_bkey k;
+	bool bypass;
+	int hit;
+
+	io->inode = bch_slot_inode(set, bt->slot);
+	if (io->inode == BCH_INODE_NONE) {
+		atomic64_inc(&bt->stats.bypassed);
+		bch_remap_origin(bt, bio);
+		return DM_MAPIO_REMAPPED;
+	}
+	down_read(&set->btree_lock);
+	hit = bch_btree_lookup(&set->btree, io->inode, sector,
+			       sector + sectors, &k);
+	up_read(&set->btree_lock);
+	if (k.size < sectors) {
+		dm_accept_partial_bio(bio, k.size);
+		sectors = k.size;
+	}
+	io->iter = bio->bi_iter;
+	/* After the split: the rest comes back as a bio of its own. */
+	bypass = bch_seq_bypass(&bt->seq, sector, sectors) || bt->cache_failed;
+
+	if (hit) {
+		io->kind = BCH_IO_HIT;
+		io->ptr = k.ptr;
+		io->gen = k.gen;
+		bio_set_dev(bio, set->bdev);
+		bio->bi_iter.bi_sector = k.ptr;
+		bch_bucket_hit(set, k.ptr, sectors);
+		atomic64_inc(&bt->stats.read_hits);
+		return DM_MAPIO_REMAPPED;
+	}
+
+	if (bypass) {
+		atomic64_inc(&bt->stats.bypassed);
+	} else {
+		atomic64_inc(&bt->stats.read_misses);
+		if (sectors <= BCH_FILL_MAX_SECTORS &&
+		    bch_aligned(bt, sector, sectors) &&
+		    bch_track_read(bch_track_of(bt), sector, sectors, &io->snap))
+			io->kind = BCH_IO_MISS;
+	}
+	bch_remap_origin(bt, bio);
+	return DM_MAPIO_REMAPPED;
+}
+
+/* Punch [sector, +sectors) out of the index; drop the origin if we can't. */
+static bool bch_punch(struct bch_target *bt, u32 inode, u64 sector,
+		      u32 sectors)
+{
+	struct bch_cache_set *set = bt->set;
+	struct bch_bkey hole = {
+		.inode	= inode,
+		.size	= sectors,
+		.end	= sector + sectors,
+		.flags	= BCH_KEY_HOLE,
+	};
+	struct bch_bkey k;
+	bool was_cached;
+
+	if (inode == BCH_INODE_NONE)
+		return false;
+	down_write(&set->btree_lock);
+	was_cached = bch_btree_lookup(&set->btree, inode, sector,
+				      sector + sectors, &k) ||
+		     k.size < sectors;
+	if (was_cached && bch_btree_insert(&set->btree, &hole)) {
+		/* Nothing stale may survive: drop the whole origin. */
+		DMWARN_LIMIT("%s: index insert failed: invalidating slot %u",
+			     set->name, bt->slot);
+		bch_slot_invalidate_nowait(set, bt->slot);
+	}
+	up_write(&set->btree_lock);
+	return was_cached;
+}
+
+static void bch_cache_write_endio(struct bio *clone)
+{
+	struct bio *bio = clone->bi_private;
+	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
+
+	if (clone->bi_status)
+		io->cache_error = 1;
+	bio_put(clone);
+	bio_endio(bio);
+}
+
+/* Also write the data to the cache, if it fits in the open bucket. */
+static void bch_write_to_cache(struct bch_target *bt, struct bio *bio,
+			       struct bch_io *io)
+{
+	struct bch_cache_set *set = bt->set;
+	u32 sectors = bio_sectors(bio), got;
+	struct bio *clone;
+
+	if (bch_alloc_data(set, sectors, &io->ptr, &io->gen, &got))
+		return;
+	/* Not in one piece: give the space back, cache nothing. */
+	clone = got < sectors ? NULL :
+		bio_alloc_clone(set->bdev, bio, GFP_NOIO, &bt->bs);
+	if (!clone) {
+		bch_alloc_abort(set, io->ptr);
+		return;
+	}
+	clone->bi_opf &= ~(REQ_FUA | REQ_PREFLUSH);
+	clone->bi_iter.bi_sector = io->ptr;
+	clone->bi_end_io = bch_cache_write_endio;
+	clone->bi_private = bio;
+	io->kind = BCH_IO_WRITE_CACHED;
+	bio_inc_remaining(bio);
+	submit_bio_noacct(clone);
+}
+
+/* Writes, discards and write-zeroes: the origin gets them all. */
+static int bch_map_write(struct bch_target *bt, struct bio *bio,
+			 struct bch_io *io)
+{
+	struct bch_cache_set *set = bt->set;
+	u64 sector = bio->bi_iter.bi_sector;
+	u32 sectors = bio_sectors(bio);
+	bool alone, cache, bypass;
+
+	io->inode = bch_slot_inode(set, bt->slot);
+	bypass = bch_seq_bypass(&bt->seq, sector, sectors);
+	io->iter = bio->bi_iter;
+	io->kind = BCH_IO_WRITE;
+	alone = bch_track_write_start(bch_track_of(bt), sector, sectors,
+				      &io->snap);
+	if (bch_punch(bt, io->inode, sector, sectors))
+		atomic64_inc(&bt->stats.write_hits);
+	else
+		atomic64_inc(&bt->stats.write_misses);
+
+	cache = bio_op(bio) == REQ_OP_WRITE && alone && !bt->cache_failed &&
+		sectors <= BCH_FILL_MAX_SECTORS &&
+		bch_aligned(bt, sector, sectors);
+	if (cache && bypass) {
+		atomic64_inc(&bt->stats.bypassed);
+		cache = false;
+	}
+	if (cache)
+		bch_write_to_cache(bt, bio, io);
+	bch_remap_origin(bt, bio);
+	return DM_MAPIO_REMAPPED;
+}
+
+int bch_map(struct dm_target *ti, struct bio *bio)
+{
+	struct bch_target *bt = ti->private;
+	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
+
+	io->bt = bt;
+	io->kind = BCH_IO_ORIGIN;
+	io->cache_error = 0;
+	if (!bio_sectors(bio)) {
+		/* Flushes: writethrough data is on the origin. */
+		bch_remap_origin(bt, bio);
+		return DM_MAPIO_REMAPPED;
+	}
+	bio->bi_iter.bi_sector = dm_target_offset(ti, bio->bi_iter.bi_sector);
+
+	switch (bio_op(bio)) {
+	case REQ_OP_READ:
+		return bch_map_read(bt, bio, io);
+	case REQ_OP_WRITE:
+	case REQ_OP_DISCARD:
+	case REQ_OP_SECURE_ERASE:
+	case REQ_OP_WRITE_ZEROES:
+		return bch_map_write(bt, bio, io);
+	default:
+		bch_remap_origin(bt, bio);
+		return DM_MAPIO_REMAPPED;
+	}
+}
+
+static void bch_write_done(struct bch_target *bt, struct bch_io *io,
+			   blk_status_t error)
+{
+	u32 sectors = io->iter.bi_size >> SECTOR_SHIFT;
+	struct bch_cache_set *set = bt->set;
+	struct bch_fill *f = NULL;
+
+	bch_track_write_end(bch_track_of(bt), io->iter.bi_sector, sectors);
+	if (io->kind != BCH_IO_WRITE_CACHED)
+		return;
+	if (io->cache_error)
+		atomic64_inc(&bt->stats.cache_errors);
+	if (!error && !io->cache_error)
+		f = bch_fill_alloc(bt, 0, GFP_ATOMIC | __GFP_NOWARN);
+	if (!f) {
+		/* The space is lost until its bucket is reclaimed. */
+		bch_alloc_abort(set, io->ptr);
+		return;
+	}
+	f->sector = io->iter.bi_sector;
+	f->sectors = sectors;
+	f->inode = io->inode;
+	f->snap = io->snap;
+	f->ptr = io->ptr;
+	f->gen = io->gen;
+	f->written = true;
+	queue_work(set->wq, &f->work);
+}
+
+int bch_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
+{
+	struct bch_target *bt = ti->private;
+	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
+
+	switch (io->kind) {
+	case BCH_IO_HIT:
+		if (*error)
+			atomic64_inc(&bt->stats.cache_errors);
+		if (*error || bch_ptr_stale(bt->set, io->ptr, io->gen)) {
+			atomic64_inc(&bt->stats.retries);
+			bch_retry_from_origin(bt, bio, io);
+			return DM_ENDIO_INCOMPLETE;
+		}
+		break;
+	case BCH_IO_MISS:
+		if (!*error)
+			bch_fill_from_bio(bt, bio, io);
+		break;
+	case BCH_IO_WRITE:
+	case BCH_IO_WRITE_CACHED:
+		bch_write_done(bt, io, *error);
+		break;
+	}
+	return DM_ENDIO_DONE;
+}
+
+/*
+ * No fill of @bt may be left when its table is suspended or destroyed:
+ * all its IO has completed by then, so no new fill can be queued.
+ */
+void bch_wait_fills(struct bch_target *bt)
+{
+	flush_workqueue(bt->set->wq);
+}

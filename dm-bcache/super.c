@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-bcache: cache sets, the superblock and synchronous metadata IO.
+ *
+ * A cache set is opened by the first table that names its cache device
+ * and closed by the last one. While open, the on-disk superblock has
+ * BCH_SB_CLEAN cleared, so a crash is seen at the next open.
+ */
+#include <linux/crc32c.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include "dm-bcache.h"
+
+static LIST_HEAD(bch_cache_sets);
+static DEFINE_MUTEX(bch_sets_lock);
+
+u32 bch_crc32c(const void *buf, size_t len)
+{
+	return ~crc32c(~0U, buf, len);
+}
+
+int bch_meta_io(struct bch_cache_set *set, blk_opf_t opf, sector_t sector,
+		void *buf, size_t len)
+{
+	struct dm_io_region where = {
+		.bdev	= set->bdev,
+		.sector	= sector,
+		.count	= len >> SECTOR_SHIFT,
+	};
+	struct dm_io_request req = {
+		.bi_opf		= opf,
+		.mem.type	= is_vmalloc_addr(buf) ? DM_IO_VMA : DM_IO_KMEM,
+		.mem.ptr.addr	= buf,
+		.client		= set->io,
+	};
+	unsigned long error_bits = 0;
+	int r;
+
+	if (req.mem.type == DM_IO_VMA)
+		req.mem.ptr.vma = buf;
+	r = dm_io(&req, 1, &where, &error_bits, IOPRIO_DEFAULT);
+	if (!r && error_bits)
+		r = -EIO;
+	return r;
+}
+
+static u32 bch_sb_csum(const struct bch_sb_disk *sb)
+{
+	return bch_crc32c((const u8 *)sb + sizeof(sb->csum),
+			  BCH_SB_SIZE - sizeof(sb->csum));
+}
+
+/*
+ * Write the in-core superblock. The preflush makes every metadata write
+ * issued before it durable first, so the superblock never names a copy
+ * of the UUID table or bucket array that is not on the media.
+ */
+int bch_sb_write(struct bch_cache_set *set)
+{
+	struct bch_sb_disk *sb = set->sb;
+	int r;
+
+	lockdep_assert_held(&set->lock);
+	le64_add_cpu(&sb->seq, 1);
+	sb->csum = cpu_to_le32(bch_sb_csum(sb));
+	r = bch_meta_io(set, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA | REQ_SYNC,
+			BCH_SB_SECTOR, sb, BCH_SB_SIZE);
+	if (r)
+		DMERR("%s: superblock write failed: %d", set->name, r);
+	return r;
+}
+
+static bool is_pow2_in(u32 v, u32 lo, u32 hi)
+{
+	return v >= lo && v <= hi && is_power_of_2(v);
+}
+
+/* Check everything the rest of the code trusts about the superblock. */
+static const char *bch_sb_validate(struct bch_cache_set *set,
+				   struct bch_sb_disk *sb)
+{
+	sector_t dev_sectors = bdev_nr_sectors(set->bdev);
+	u32 block = le32_to_cpu(sb->block_size);
+	u32 bucket = le32_to_cpu(sb->bucket_size);
+	u64 nbuckets = le64_to_cpu(sb->nbuckets);
+	u64 prio_sectors, uuid_sectors, meta;
+
+	if (memcmp(sb->magic, BCH_SB_MAGIC, BCH_MAGIC_LEN))
+		return "cache device has no dm-bcache superblock (bad magic)";
+	if (le32_to_cpu(sb->csum) != bch_sb_csum(sb))
+		return "cache superblock checksum mismatch";
+	if (le32_to_cpu(sb->version) != BCH_SB_VERSION)
+		return "unsupported cache superblock version";
+	if (!is_pow2_in(block, BCH_MIN_BLOCK_SECTORS, BCH_MAX_BLOCK_SECTORS) ||
+	    (block << SECTOR_SHIFT) < bdev_logical_block_size(set->bdev))
+		return "cache superblock has a bad block size";
+	if (!is_pow2_in(bucket, block, BCH_MAX_BUCKET_SECTORS))
+		return "cache superblock has a bad bucket size";
+	if (!nbuckets || nbuckets > BCH_MAX_BUCKETS ||
+	    nbuckets * bucket > le64_to_cpu(sb->device_sectors))
+		return "cache superblock has a bad bucket count";
+	if (nbuckets * bucket > dev_sectors)
+		return "cache device is smaller than its superblock says";
+	if (le64_to_cpu(sb->first_bucket) != bch_first_bucket(nbuckets, bucket) ||
+	    nbuckets < le64_to_cpu(sb->first_bucket) + BCH_MIN_DATA_BUCKETS)
+		return "cache superblock has a bad metadata layout";
+
+	prio_sectors = bch_prio_sectors(nbuckets);
+	uuid_sectors = bch_uuid_sectors();
+	meta = BCH_META_START;
+	if (le32_to_cpu(sb->prio_sectors) != prio_sectors ||
+	    le64_to_cpu(sb->prio_offset[0]) != meta ||
+	    le64_to_cpu(sb->prio_offset[1]) != meta + prio_sectors ||
+	    le32_to_cpu(sb->prio_current) > 1)
+		return "cache superblock has a bad bucket array layout";
+	meta += 2 * prio_sectors;
+	if (le32_to_cpu(sb->uuid_sectors) != uuid_sectors ||
+	    le64_to_cpu(sb->uuid_offset[0]) != meta ||
+	    le64_to_cpu(sb->uuid_offset[1]) != meta + uuid_sectors ||
+	    le32_to_cpu(sb->uuid_current) > 1)
+		return "cache superblock has a bad UUID table layout";
+	return NULL;
+}
+
+static void bch_set_free(struct bch_cache_set *set)
+{
+	if (set->wq)
+		destroy_workqueue(set->wq);
+	bch_index_free(set);
+	bch_alloc_exit(set);
+	kvfree(set->uuids);
+	vfree(set->prio_buf);
+	vfree(set->buckets);
+	kfree(set->sb);
+	if (set->io)
+		dm_io_client_destroy(set->io);
+	kfree(set);
+}
+
+static struct bch_cache_set *bch_set_open(struct block_device *bdev,
+					  char **error)
+{
+	struct bch_cache_set *set;
+	bool clean, lost;
+	const char *why;
+	int r = -ENOMEM;
+
+	set = kzalloc(sizeof(*set), GFP_KERNEL);
+	if (!set) {
+		*error = "cannot allocate cache set";
+		return ERR_PTR(-ENOMEM);
+	}
+	refcount_set(&set->ref, 1);
+	mutex_init(&set->lock);
+	set->dev = bdev->bd_dev;
+	set->bdev = bdev;
+	snprintf(set->name, sizeof(set->name), "%pg", bdev);
+
+	*error = "cannot allocate cache set";
+	set->sb = kmalloc(BCH_SB_SIZE, GFP_KERNEL);
+	if (!set->sb)
+		goto err;
+	set->io = dm_io_client_create();
+	if (IS_ERR(set->io)) {
+		r = PTR_ERR(set->io);
+		set->io = NULL;
+		goto err;
+	}
+
+	r = -EINVAL;
+	if (bdev_nr_sectors(bdev) < BCH_META_START) {
+		*error = "cache device too small to hold a superblock";
+		goto err;
+	}
+	if (bdev_read_only(bdev)) {
+		*error = "cache device is read-only";
+		goto err;
+	}
+	r = bch_meta_io(set, REQ_OP_READ, BCH_SB_SECTOR, set->sb, BCH_SB_SIZE);
+	if (r) {
+		*error = "cannot read the cache superblock";
+		goto err;
+	}
+	why = bch_sb_validate(set, set->sb);
+	if (why) {
+		r = -EINVAL;
+		*error = (char *)why;
+		goto err;
+	}
+	set->block_size = le32_to_cpu(set->sb->block_size);
+	set->bucket_size = le32_to_cpu(set->sb->bucket_size);
+	set->nbuckets = le64_to_cpu(set->sb->nbuckets);
+	set->first_bucket = le64_to_cpu(set->sb->first_bucket);
+
+	r = bch_prios_read(set, error);
+	if (r)
+		goto err;
+	r = bch_uuids_read(set, error);
+	if (r)
+		goto err;
+
+	*error = "cannot set up the cache set";
+	set->wq = alloc_workqueue("dm-bcache", WQ_MEM_RECLAIM, 0);
+	if (!set->wq) {
+		r = -ENOMEM;
+		goto err;
+	}
+	INIT_WORK(&set->uuid_work, bch_uuids_work);
+	bch_gc_init(set);
+	r = bch_alloc_init(set);
+	if (r)
+		goto err;
+
+	clean = le64_to_cpu(set->sb->flags) & BCH_SB_CLEAN;
+	if (!clean)
+		DMWARN("%s: cache was not shut down cleanly: cached data invalidated",
+		       set->name);
+	/* Before the index is counted, so dropped origins count as dead. */
+	bch_uuids_recover(set, clean);
+	r = bch_index_open(set, clean, &lost);
+	if (r) {
+		*error = "cannot set up the cache index";
+		goto err;
+	}
+	if (lost)
+		bch_uuids_recover(set, false);
+
+	mutex_lock(&set->lock);
+	r = bch_uuids_write(set);
+	if (!r) {
+		/* From here on, a crash must be detected at the next open. */
+		set->sb->flags &= ~cpu_to_le64(BCH_SB_CLEAN);
+		set->sb->last_attach = cpu_to_le64(ktime_get_real_seconds());
+		r = bch_sb_write(set);
+	}
+	mutex_unlock(&set->lock);
+	if (r) {
+		*error = "cannot write the cache superblock";
+		goto err;
+	}
+
+	DMINFO("%s: cache set opened: %llu buckets of %u sectors",
+	       set->name, set->nbuckets - set->first_bucket, set->bucket_size);
+	return set;
+err:
+	bch_set_free(set);
+	return ERR_PTR(r);
+}
+
+static void bch_set_close(struct bch_cache_set *set)
+{
+	int r;
+
+	/* No table is left, so no IO: only background work remains. */
+	flush_workqueue(set->wq);
+	cancel_work_sync(&set->gc_work);
+	cancel_work_sync(&set->reclaim_work);
+	cancel_work_sync(&set->rescale_work);
+	cancel_work_sync(&set->uuid_work);
+
+	r = bch_index_close(set);
+	mutex_lock(&set->lock);
+	if (!r)
+		r = bch_prios_write(set);
+	if (!r)
+		r = bch_uuids_write(set);
+	if (!r) {
+		set->sb->flags |= cpu_to_le64(BCH_SB_CLEAN);
+		r = bch_sb_write(set);
+	}
+	mutex_unlock(&set->lock);
+	if (r)
+		DMERR("%s: cache set not closed cleanly (%d): invalidated at next open",
+		      set->name, r);
+	else
+		DMINFO("%s: cache set closed", set->name);
+	bch_set_free(set);
+}
+
+/*
+ * Find the open cache set on @bdev or open it. The caller holds @bdev
+ * through its table for as long as it holds the set, so the set never
+ * outlives every opener of the device.
+ */
+struct bch_cache_set *bch_set_get(struct dm_target *ti,
+				  struct block_device *bdev, char **error)
+{
+	struct bch_cache_set *set;
+
+	mutex_lock(&bch_sets_lock);
+	list_for_each_entry(set, &bch_cache_sets, list) {
+		if (set->dev == bdev->bd_dev) {
+			refcount_inc(&set->ref);
+			goto out;
+		}
+	}
+	set = bch_set_open(bdev, error);
+	if (!IS_ERR(set))
+		list_add(&set->list, &bch_cache_sets);
+out:
+	mutex_unlock(&bch_sets_lock);
+	return set;
+}
+
+void bch_set_put(struct bch_cache_set *set)
+{
+	if (!refcount_dec_and_mutex_lock(&set->ref, &bch_sets_lock))
+		return;
+	/* Closed under the lock: a concurrent open must see the clean sb. */
+	list_del(&set->list);
+	bch_set_close(set);
+	mutex_unlock(&bch_sets_lock);
+}

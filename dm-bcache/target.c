@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-bcache: the device-mapper target.
+ *
+ * Table line:
+ *   <cache dev> <origin dev> [<#opt args> [origin_uuid <uuid>]]
+ *
+ * Messages: invalidate, gc, and "<tunable> <value>" for the tunables the
+ * status line lists.
+ *
+ * Without origin_uuid the origin gets an ephemeral slot: it is cached
+ * while the table lives and nothing is kept for it afterwards. With it,
+ * the origin's cached data persists across removes and reboots.
+ */
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/uuid.h>
+
+#include "dm-bcache.h"
+
+#define BCH_STATUS_VERSION	1
+#define BCH_SEQ_CUTOFF_DEFAULT	(4ULL << 20 >> SECTOR_SHIFT)	/* 4 MiB */
+
+struct bch_args {
+	bool	has_uuid;
+	u8	uuid[16];
+};
+
+static int bch_parse_opts(struct dm_arg_set *as, struct bch_args *args,
+			  char **error)
+{
+	static const struct dm_arg nr_opts = {
+		0, 2, "invalid number of optional arguments"
+	};
+	unsigned int argc;
+	const char *key;
+	uuid_t uuid;
+	int r;
+
+	if (!as->argc)
+		return 0;
+	r = dm_read_arg_group(&nr_opts, as, &argc, error);
+	if (r)
+		return r;
+	while (argc) {
+		key = dm_shift_arg(as);
+		argc--;
+		if (!strcasecmp(key, "origin_uuid") && argc) {
+			if (uuid_parse(dm_shift_arg(as), &uuid)) {
+				*error = "origin_uuid is not a valid UUID";
+				return -EINVAL;
+			}
+			argc--;
+			if (uuid_is_null(&uuid)) {
+				*error = "origin_uuid must not be the null UUID";
+				return -EINVAL;
+			}
+			memcpy(args->uuid, uuid.b, 16);
+			args->has_uuid = true;
+		} else {
+			*error = "unknown or incomplete optional argument";
+			return -EINVAL;
+		}
+	}
+	if (as->argc) {
+		*error = "too many arguments";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void bch_dtr(struct dm_target *ti)
+{
+	struct bch_target *bt = ti->private;
+
+	if (bt->set) {
+		bch_wait_fills(bt);
+		bch_slot_detach(bt->set, bt, !dm_suspended(ti));
+		bch_set_put(bt->set);
+	}
+	bioset_exit(&bt->bs);
+	if (bt->origin_dev)
+		dm_put_device(ti, bt->origin_dev);
+	if (bt->cache_dev)
+		dm_put_device(ti, bt->cache_dev);
+	kfree(bt);
+}
+
+static int bch_ctr(struct dm_target *ti, unsigned int argc, char **argv)
+{
+	struct dm_arg_set as = { .argc = argc, .argv = argv };
+	struct bch_args args = {};
+	fmode_t mode = FMODE_READ | FMODE_WRITE;
+	struct bch_target *bt;
+	struct bch_cache_set *set;
+	int r;
+
+	if (argc < 2) {
+		ti->error = "expected <cache dev> <origin dev> [<#opt args> <opt args>...]";
+		return -EINVAL;
+	}
+	if (!(dm_table_get_mode(ti->table) & FMODE_WRITE)) {
+		ti->error = "read-only tables are not supported";
+		return -EINVAL;
+	}
+
+	bt = kzalloc(sizeof(*bt), GFP_KERNEL);
+	if (!bt) {
+		ti->error = "cannot allocate target context";
+		return -ENOMEM;
+	}
+	bt->ti = ti;
+	ti->private = bt;
+	bch_seq_init(&bt->seq, BCH_SEQ_CUTOFF_DEFAULT);
+	r = bioset_init(&bt->bs, BIO_POOL_SIZE, 0, 0);
+	if (r) {
+		ti->error = "cannot allocate bio set";
+		goto bad;
+	}
+
+	r = dm_get_device(ti, dm_shift_arg(&as), mode, &bt->cache_dev);
+	if (r) {
+		ti->error = "cannot open the cache device";
+		goto bad;
+	}
+	r = dm_get_device(ti, dm_shift_arg(&as), mode, &bt->origin_dev);
+	if (r) {
+		ti->error = "cannot open the origin device";
+		goto bad;
+	}
+	r = -EINVAL;
+	if (bt->cache_dev->bdev == bt->origin_dev->bdev) {
+		ti->error = "cache and origin are the same device";
+		goto bad;
+	}
+	if (ti->len > bdev_nr_sectors(bt->origin_dev->bdev)) {
+		ti->error = "origin device is smaller than the target";
+		goto bad;
+	}
+	r = bch_parse_opts(&as, &args, &ti->error);
+	if (r)
+		goto bad;
+	bt->persistent = args.has_uuid;
+
+	set = bch_set_get(ti, bt->cache_dev->bdev, &ti->error);
+	if (IS_ERR(set)) {
+		r = PTR_ERR(set);
+		goto bad;
+	}
+	r = bch_slot_attach(set, bt, args.has_uuid ? args.uuid : NULL,
+			    &ti->error);
+	if (r) {
+		bch_set_put(set);
+		goto bad;
+	}
+	bt->set = set;
+
+	ti->num_flush_bios = 1;
+	ti->num_discard_bios = 1;
+	ti->num_write_zeroes_bios = 1;
+	ti->per_io_data_size = bch_io_size();
+	return 0;
+bad:
+	bch_dtr(ti);
+	return r;
+}
+
+static void bch_postsuspend(struct dm_target *ti)
+{
+	bch_wait_fills(ti->private);
+}
+
+static unsigned int bch_hit_ratio(struct bch_stats *st)
+{
+	u64 hits = atomic64_read(&st->read_hits);
+	u64 all = hits + atomic64_read(&st->read_misses);
+
+	return all ? div64_u64(hits * 100, all) : 0;
+}
+
+/*
+ * The status line is documented in README.md; fields are only ever
+ * added at the end.
+ */
+static void bch_status(struct dm_target *ti, status_type_t type,
+		       unsigned int status_flags, char *result,
+		       unsigned int maxlen)
+{
+	struct bch_target *bt = ti->private;
+	struct bch_cache_set *set = bt->set;
+	struct bch_stats *st = &bt->stats;
+	unsigned int sz = 0;
+
+	switch (type) {
+	case STATUSTYPE_INFO:
+		DMEMIT("%u %u %u %llu/%llu %lld %lld %lld %lld %lld %llu %s %u %pUb %s",
+		       BCH_STATUS_VERSION, set->block_size, set->bucket_size,
+		       set->nr_data + set->nr_btree,
+		       set->nbuckets - set->first_bucket,
+		       atomic64_read(&st->read_hits),
+		       atomic64_read(&st->read_misses),
+		       atomic64_read(&st->write_hits),
+		       atomic64_read(&st->write_misses),
+		       atomic64_read(&st->bypassed),
+		       0ULL, "writethrough", bt->slot,
+		       set->uuids[bt->slot].uuid,
+		       bt->cache_failed ? "failed" : "ok");
+		DMEMIT(" %u %llu %lld %u %lld %lld %lld",
+		       bch_btree_depth(&set->btree), bch_btree_nodes(&set->btree),
+		       atomic64_read(&set->gc_runs), bch_hit_ratio(st),
+		       atomic64_read(&st->filled), atomic64_read(&st->retries),
+		       atomic64_read(&st->cache_errors));
+		DMEMIT(" 5 sequential_cutoff %llu cache_priority_initial %u cache_priority_hit %u cache_priority_seek %u cache_priority_rescale %llu",
+		       READ_ONCE(bt->seq.cutoff) << SECTOR_SHIFT,
+		       set->prio.initial, set->prio.hit, set->prio.seek,
+		       set->prio.rescale);
+		break;
+	case STATUSTYPE_TABLE:
+		DMEMIT("%s %s", bt->cache_dev->name, bt->origin_dev->name);
+		if (bt->persistent)
+			DMEMIT(" 2 origin_uuid %pUb", set->uuids[bt->slot].uuid);
+		break;
+	case STATUSTYPE_IMA:
+		DMEMIT_TARGET_NAME_VERSION(ti->type);
+		DMEMIT(",cache_device=%s,origin_device=%s;",
+		       bt->cache_dev->name, bt->origin_dev->name);
+		break;
+	}
+}
+
+static int bch_set_tunable(struct bch_target *bt, const char *key,
+			   const char *value)
+{
+	struct bch_prio_tunables *p = &bt->set->prio;
+	u64 v;
+
+	if (kstrtou64(value, 10, &v))
+		return -EINVAL;
+	if (!strcasecmp(key, "sequential_cutoff"))
+		WRITE_ONCE(bt->seq.cutoff, v >> SECTOR_SHIFT);
+	else if (!strcasecmp(key, "cache_priority_initial") && v < U16_MAX)
+		WRITE_ONCE(p->initial, v);
+	else if (!strcasecmp(key, "cache_priority_hit") && v < U16_MAX)
+		WRITE_ONCE(p->hit, v);
+	else if (!strcasecmp(key, "cache_priority_seek") && v < U16_MAX)
+		WRITE_ONCE(p->seek, v);
+	else if (!strcasecmp(key, "cache_priority_rescale") && v)
+		WRITE_ONCE(p->rescale, v);
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int bch_message(struct dm_target *ti, unsigned int argc, char **argv,
+		       char *result, unsigned int maxlen)
+{
+	struct bch_target *bt = ti->private;
+	int r = -EINVAL;
+
+	if (argc == 1 && !strcasecmp(argv[0], "invalidate"))
+		r = bch_slot_invalidate(bt->set, bt->slot);
+	else if (argc == 1 && !strcasecmp(argv[0], "gc"))
+		r = bch_gc_run(bt->set);
+	else if (argc == 2)
+		r = bch_set_tunable(bt, argv[0], argv[1]);
+	if (r == -EINVAL)
+		DMWARN("unrecognised message or value: %s%s",
+		       argc ? argv[0] : "(none)", argc > 1 ? " ..." : "");
+	return r;
+}
+
+static int bch_iterate_devices(struct dm_target *ti,
+			       iterate_devices_callout_fn fn, void *data)
+{
+	struct bch_target *bt = ti->private;
+	int r;
+
+	r = fn(ti, bt->cache_dev, 0, bdev_nr_sectors(bt->cache_dev->bdev), data);
+	if (!r)
+		r = fn(ti, bt->origin_dev, 0, ti->len, data);
+	return r;
+}
+
+static struct target_type bch_target_type = {
+	.name		 = "bcache",
+	.version	 = {0, 1, 0},
+	.module		 = THIS_MODULE,
+	.ctr		 = bch_ctr,
+	.dtr		 = bch_dtr,
+	.map		 = bch_map,
+	.end_io		 = bch_end_io,
+	.postsuspend	 = bch_postsuspend,
+	.status		 = bch_status,
+	.message	 = bch_message,
+	.iterate_devices = bch_iterate_devices,
+};
+
+static int __init dm_bcache_init(void)
+{
+	return dm_register_target(&bch_target_type);
+}
+
+static void __exit dm_bcache_exit(void)
+{
+	dm_unregister_target(&bch_target_type);
+}
+
+module_init(dm_bcache_init);
+module_exit(dm_bcache_exit);
+
+MODULE_DESCRIPTION(DM_NAME " bcache-format block cache target");
+MODULE_AUTHOR("dm-bcache developers");
+MODULE_LICENSE("GPL");

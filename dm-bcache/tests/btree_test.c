@@ -1,0 +1,1054 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Userspace tests of the index btree (bset.c, btree.c).
+ *
+ * A randomized differential test runs a tree on a fake disk against a
+ * model that knows, per sector of a few inodes, the cache pointer or
+ * nothing: random inserts (some holes, some already stale, some with a
+ * fault injected), lookups compared piece by piece, bucket gens bumped,
+ * GC, flushes with torn writes, and reloads from the fake disk. Directed
+ * tests cover torn sets, corrupt nodes and argument checks.
+ *
+ * Usage: btree_test [seed [ops]]. The last line is "N passed, N failed".
+ */
+#include <setjmp.h>
+
+#include "../bset.h"
+
+/* Deterministic randomness: splitmix64, one stream for the test, one for seqs. */
+static u64 rng_state, seq_state;
+
+static u64 splitmix(u64 *s)
+{
+	u64 z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static u64 rnd(u64 n)
+{
+	return n ? splitmix(&rng_state) % n : 0;
+}
+
+u64 get_random_u64(void)
+{
+	return splitmix(&seq_state);
+}
+
+/* The btree's allocations: fault injection and a count of live ones. */
+static long mem_live, mem_fail_in, mem_faults;
+
+void *bch_kvzalloc(size_t size)
+{
+	void *p;
+
+	if (mem_fail_in > 0 && !--mem_fail_in) {
+		mem_faults++;
+		return NULL;
+	}
+	p = calloc(1, size);
+	if (p)
+		mem_live++;
+	return p;
+}
+
+void bch_kvfree(void *p)
+{
+	if (p) {
+		mem_live--;
+		free(p);
+	}
+}
+
+/* CRC-32C, slicing by 8: the tests checksum every set they write. */
+u32 bch_crc32c(const void *buf, size_t len)
+{
+	static u32 t[8][256];
+	const u8 *p = buf;
+	u32 crc = ~0U, i, j, c;
+
+	if (!t[0][1]) {
+		for (i = 0; i < 256; i++) {
+			for (c = i, j = 0; j < 8; j++)
+				c = (c & 1) ? (c >> 1) ^ 0x82F63B78 : c >> 1;
+			t[0][i] = c;
+		}
+		for (i = 0; i < 256; i++)
+			for (j = 1; j < 8; j++)
+				t[j][i] = (t[j - 1][i] >> 8) ^ t[0][t[j - 1][i] & 0xff];
+	}
+	for (; len >= 8; len -= 8, p += 8) {
+		u32 lo = crc ^ (p[0] | p[1] << 8 | p[2] << 16 | (u32)p[3] << 24);
+		u32 hi = p[4] | p[5] << 8 | p[6] << 16 | (u32)p[7] << 24;
+
+		crc = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^
+		      t[4][lo >> 24] ^ t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^
+		      t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
+	}
+	while (len--)
+		crc = t[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return ~crc;
+}
+
+/* The model: a few inodes, one with keys up to U64_MAX. */
+#define NINODES		3
+#define DATA_BASE	BIT_ULL(40)	/* data pointers are just numbers */
+#define DB		256		/* sectors per data bucket */
+#define NDB		256
+
+static const u32 inodes[NINODES] = { 0, 7, U32_MAX };
+
+struct msec {
+	u64	ptr;
+	u8	gen;
+	u8	flags;
+	u8	valid;
+};
+
+struct config {
+	const char	*name;
+	u32		bucket, block, max_sets;
+	u64		nbuckets;
+	u64		space;		/* sectors per inode */
+	u32		maxlen;		/* longest extent */
+	long		ops;		/* 0: the default */
+	u32		bump;		/* gen bumps per 1000 ops */
+};
+
+/* Everything one test runs on; torn down after each test. */
+static struct {
+	const struct config *cfg;
+	struct bch_btree b;
+	const char	*test;
+	long		op;
+	u64		seed;
+
+	/* fake disk of node buckets */
+	u8		*data;
+	bool		*used;
+	u8		*gen;
+	u64		*free;
+	u64		nfree;
+	long		alloc_fail_in, alloc_faults;
+	long		write_fail_in, write_faults;
+	u64		ios, writes, frees;
+	bool		io_ok, alloc_ok;
+	long		bad_calls;
+
+	u8		dgen[NDB];
+	struct msec	*model[NINODES];
+	u64		base[NINODES];
+	unsigned int	max_depth;
+	u64		splits, compactions, cows, set_writes;	/* over reloads */
+	long		failed_inserts;
+	/* the directed tests' buffers, freed by teardown() */
+	struct msec	*snap[3];
+	u8		*saved;
+	void		*list;
+} T;
+
+static u64 test_seed;
+
+/* A failed check ends the test: back to main(), which tears it down. */
+static jmp_buf fail_jmp;
+
+static void check(bool ok, int line, const char *what)
+{
+	if (ok)
+		return;
+	fprintf(stderr, "FAIL %s [%s] seed %llu op %ld, line %d: %s\n", T.test,
+		T.cfg ? T.cfg->name : "-", T.seed, T.op, line, what);
+	longjmp(fail_jmp, 1);
+}
+
+#define CHECK(c)	check(!!(c), __LINE__, #c)
+
+static size_t bucket_bytes(void)
+{
+	return (size_t)T.cfg->bucket << BCH_SECTOR_SHIFT;
+}
+
+static u8 *bucket_data(u64 bucket)
+{
+	return T.data + bucket * bucket_bytes();
+}
+
+static int op_alloc(struct bch_btree *b, u64 *bucket, u8 *gen)
+{
+	u64 i;
+
+	(void)b;
+	if (!T.alloc_ok)
+		T.bad_calls++;
+	if (T.alloc_fail_in > 0 && !--T.alloc_fail_in) {
+		T.alloc_faults++;
+		return -ENOSPC;
+	}
+	if (!T.nfree)
+		return -ENOSPC;
+	i = rnd(T.nfree);
+	*bucket = T.free[i];
+	T.free[i] = T.free[--T.nfree];
+	if (T.used[*bucket])
+		T.bad_calls++;
+	T.used[*bucket] = true;
+	*gen = T.gen[*bucket];
+	return 0;
+}
+
+static void op_free(struct bch_btree *b, u64 bucket)
+{
+	(void)b;
+	if (bucket >= T.cfg->nbuckets || !T.used[bucket]) {
+		T.bad_calls++;
+		return;
+	}
+	T.used[bucket] = false;
+	T.gen[bucket]++;		/* as an allocator reusing it would */
+	T.free[T.nfree++] = bucket;
+	T.frees++;
+}
+
+static int op_io(struct bch_btree *b, bool write, u64 bucket, u32 offset, void *buf,
+		 u32 sectors)
+{
+	size_t bytes = (size_t)sectors << BCH_SECTOR_SHIFT;
+	u8 *p;
+
+	(void)b;
+	T.ios++;
+	if (!T.io_ok || bucket >= T.cfg->nbuckets || !T.used[bucket] ||
+	    offset + sectors > T.cfg->bucket || offset % T.cfg->block ||
+	    sectors % T.cfg->block) {
+		T.bad_calls++;
+		return -EIO;
+	}
+	p = bucket_data(bucket) + ((size_t)offset << BCH_SECTOR_SHIFT);
+	if (!write) {
+		memcpy(buf, p, bytes);
+		return 0;
+	}
+	T.writes++;
+	if (T.write_fail_in > 0 && !--T.write_fail_in) {
+		/* torn: the first half made it */
+		T.write_faults++;
+		memcpy(p, buf, bytes / 2);
+		return -EIO;
+	}
+	memcpy(p, buf, bytes);
+	return 0;
+}
+
+static bool data_dead(u64 ptr, u8 gen)
+{
+	u64 db = (ptr - DATA_BASE) / DB;
+
+	return ptr < DATA_BASE || db >= NDB || T.dgen[db] != gen;
+}
+
+static bool op_key_dead(struct bch_btree *b, const struct bch_bkey *k)
+{
+	(void)b;
+	if (k->flags & BCH_KEY_HOLE)
+		T.bad_calls++;
+	return data_dead(k->ptr, k->gen);
+}
+
+static const struct bch_btree_ops test_ops = {
+	.alloc		= op_alloc,
+	.free		= op_free,
+	.io		= op_io,
+	.key_dead	= op_key_dead,
+};
+
+static bool msec_live(const struct msec *m)
+{
+	return m->valid && !data_dead(m->ptr, m->gen);
+}
+
+static void setup(const char *test, const struct config *c)
+{
+	u64 i;
+
+	memset(&T, 0, sizeof(T));
+	T.seed = test_seed;
+	T.test = test;
+	T.cfg = c;
+	T.data = calloc(c->nbuckets, (size_t)c->bucket << BCH_SECTOR_SHIFT);
+	T.used = calloc(c->nbuckets, sizeof(*T.used));
+	T.gen = calloc(c->nbuckets, sizeof(*T.gen));
+	T.free = calloc(c->nbuckets, sizeof(*T.free));
+	if (!T.data || !T.used || !T.gen || !T.free)
+		abort();
+	/* bucket 0 is never handed out: a zero pointer is always wrong */
+	for (i = 1; i < c->nbuckets; i++) {
+		T.free[T.nfree++] = i;
+		T.gen[i] = rnd(256);
+	}
+	for (i = 0; i < NINODES; i++) {
+		T.model[i] = calloc(c->space, sizeof(struct msec));
+		if (!T.model[i])
+			abort();
+	}
+	T.base[0] = 0;
+	T.base[1] = 1000000;
+	T.base[2] = U64_MAX - c->space;	/* keys ending at U64_MAX */
+	for (i = 0; i < NDB; i++)
+		T.dgen[i] = rnd(256);
+	T.b.ops = &test_ops;
+	T.b.priv = &T;
+	T.b.bucket_sectors = c->bucket;
+	T.b.block_sectors = c->block;
+	T.b.max_sets = c->max_sets;
+}
+
+static void teardown(void)
+{
+	unsigned int i;
+
+	bch_btree_free(&T.b);
+	free(T.data);
+	free(T.used);
+	free(T.gen);
+	free(T.free);
+	for (i = 0; i < NINODES; i++)
+		free(T.model[i]);
+	for (i = 0; i < ARRAY_SIZE(T.snap); i++)
+		free(T.snap[i]);
+	free(T.saved);
+	free(T.list);
+	T.cfg = NULL;
+}
+
+/* Free the tree, keeping its counters. */
+static void tree_free(void)
+{
+	T.splits += T.b.splits;
+	T.compactions += T.b.compactions;
+	T.cows += T.b.cows;
+	T.set_writes += T.b.set_writes;
+	T.b.splits = 0;
+	T.b.compactions = 0;
+	T.b.cows = 0;
+	T.b.set_writes = 0;
+	bch_btree_free(&T.b);
+}
+
+/* Calls that may do IO. */
+static int do_flush(void)
+{
+	int r;
+
+	T.io_ok = true;
+	T.alloc_ok = true;
+	r = bch_btree_flush(&T.b);
+	T.io_ok = false;
+	T.alloc_ok = false;
+	return r;
+}
+
+static int do_load(const struct bch_bkey *root, unsigned int level)
+{
+	int r;
+
+	T.io_ok = true;
+	r = bch_btree_load(&T.b, root, level);
+	T.io_ok = false;
+	return r;
+}
+
+static int do_insert(const struct bch_bkey *k)
+{
+	int r;
+
+	T.alloc_ok = true;
+	r = bch_btree_insert(&T.b, k);
+	T.alloc_ok = false;
+	if (bch_btree_depth(&T.b) > T.max_depth)
+		T.max_depth = bch_btree_depth(&T.b);
+	return r;
+}
+
+/* Compare [a, e) of model inode @i (offsets from its base) with lookups. */
+static int compare_range(unsigned int i, u64 a, u64 e)
+{
+	u64 base = T.base[i], pos = a, j;
+	struct bch_bkey out;
+	int r;
+
+	e = min(e, T.cfg->space);
+	while (pos < e) {
+		r = bch_btree_lookup(&T.b, inodes[i], base + pos, base + e, &out);
+		CHECK(r == 0 || r == 1);
+		CHECK(out.size >= 1 && out.size <= e - pos);
+		CHECK(out.inode == inodes[i] && out.end == base + pos + out.size);
+		for (j = 0; j < out.size; j++) {
+			const struct msec *m = &T.model[i][pos + j];
+
+			if (r) {
+				CHECK(msec_live(m));
+				CHECK(m->ptr == out.ptr + j && m->gen == out.gen);
+				CHECK(m->flags == out.flags);
+			} else {
+				CHECK(!msec_live(m));
+			}
+		}
+		/* a hole ends at the next live sector */
+		if (!r && pos + out.size < e)
+			CHECK(msec_live(&T.model[i][pos + out.size]));
+		pos += out.size;
+	}
+	return 1;
+}
+
+static int compare_all(void)
+{
+	struct bch_bkey out;
+	unsigned int i;
+
+	for (i = 0; i < NINODES; i++)
+		if (!compare_range(i, 0, T.cfg->space))
+			return 0;
+	/* around the modelled ranges and in other inodes: nothing */
+	CHECK(bch_btree_lookup(&T.b, inodes[1], T.base[1] - 100, T.base[1], &out) == 0);
+	CHECK(out.size == 100);
+	CHECK(bch_btree_lookup(&T.b, inodes[0], T.cfg->space, T.cfg->space + 5000, &out) == 0);
+	CHECK(out.size == 5000);
+	CHECK(bch_btree_lookup(&T.b, 3, 0, U64_MAX, &out) == 0 && out.size == U32_MAX);
+	CHECK(bch_btree_lookup(&T.b, U32_MAX - 1, U64_MAX - 10, U64_MAX, &out) == 0);
+	CHECK(out.size == 10);
+	return 1;
+}
+
+struct gc_state {
+	u8	*seen_bucket;
+	u8	*covered[NINODES];
+	u64	nodes, sectors;
+	long	bad;
+};
+
+static void gc_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_node, void *arg)
+{
+	struct gc_state *g = arg;
+	unsigned int i;
+	u64 j, bucket;
+
+	if (is_node) {
+		bucket = k->ptr / b->bucket_sectors;
+		if (k->ptr % b->bucket_sectors || bucket >= T.cfg->nbuckets ||
+		    !T.used[bucket] || g->seen_bucket[bucket] || k->gen != T.gen[bucket] ||
+		    k->size != 1) {
+			g->bad++;
+			return;
+		}
+		g->seen_bucket[bucket] = 1;
+		g->nodes++;
+		return;
+	}
+	for (i = 0; i < NINODES && inodes[i] != k->inode; i++)
+		;
+	if (i == NINODES || !k->size || (k->flags & BCH_KEY_HOLE) ||
+	    data_dead(k->ptr, k->gen) || bch_key_start(k) < T.base[i] ||
+	    k->end - T.base[i] > T.cfg->space) {
+		g->bad++;
+		return;
+	}
+	for (j = 0; j < k->size; j++) {
+		u64 s = bch_key_start(k) - T.base[i] + j;
+		const struct msec *m = &T.model[i][s];
+
+		if (!msec_live(m) || m->ptr != k->ptr + j || g->covered[i][s]++)
+			g->bad++;
+	}
+	g->sectors += k->size;
+}
+
+/* GC, then check that it reported every node and every live sector once. */
+static int gc_check(void)
+{
+	struct gc_state g = { 0 };
+	u64 used = 0, live = 0, j;
+	unsigned int i;
+	int r;
+
+	g.seen_bucket = calloc(T.cfg->nbuckets, 1);
+	for (i = 0; i < NINODES; i++)
+		g.covered[i] = calloc(T.cfg->space, 1);
+	r = bch_btree_gc(&T.b, gc_fn, &g);
+	for (j = 0; j < T.cfg->nbuckets; j++)
+		used += T.used[j];
+	for (i = 0; i < NINODES; i++)
+		for (j = 0; j < T.cfg->space; j++)
+			live += msec_live(&T.model[i][j]);
+	free(g.seen_bucket);
+	for (i = 0; i < NINODES; i++)
+		free(g.covered[i]);
+	CHECK(r == 0);
+	CHECK(g.bad == 0);
+	CHECK(g.nodes == used);		/* no bucket leaked, none lost */
+	CHECK(g.nodes == bch_btree_nodes(&T.b));
+	CHECK(g.sectors == live);
+	return 1;
+}
+
+/* Flush, maybe with a torn write or a failed allocation, until it works. */
+static int flush_check(bool faults)
+{
+	long wf = T.write_faults, af = T.alloc_faults;
+	u64 writes;
+	int r;
+
+	if (faults && rnd(3) == 0)
+		T.write_fail_in = 1 + rnd(4);
+	else if (faults && rnd(2) == 0)
+		T.alloc_fail_in = 1 + rnd(2);
+	r = do_flush();
+	T.write_fail_in = 0;
+	T.alloc_fail_in = 0;
+	if (r)
+		CHECK(T.write_faults != wf || T.alloc_faults != af);
+	CHECK(do_flush() == 0);
+	/* a second flush has nothing to write */
+	writes = T.writes;
+	CHECK(do_flush() == 0);
+	CHECK(T.writes == writes);
+	return 1;
+}
+
+static int reload(bool faults)
+{
+	struct bch_bkey root;
+	unsigned int level;
+
+	if (!flush_check(faults))
+		return 0;
+	bch_btree_root(&T.b, &root, &level);
+	CHECK(root.size == 1 && level + 1 == bch_btree_depth(&T.b));
+	tree_free();
+	CHECK(mem_live == 0);
+	CHECK(do_load(&root, level) == 0);
+	CHECK(bch_btree_depth(&T.b) == level + 1);
+	return compare_all();
+}
+
+static void model_insert(const struct bch_bkey *k)
+{
+	unsigned int i;
+	u64 j, s;
+
+	for (i = 0; inodes[i] != k->inode; i++)
+		;
+	s = bch_key_start(k) - T.base[i];
+	for (j = 0; j < k->size; j++) {
+		struct msec *m = &T.model[i][s + j];
+
+		m->valid = !(k->flags & BCH_KEY_HOLE);
+		m->ptr = k->ptr + j;
+		m->gen = k->gen;
+		m->flags = k->flags;
+	}
+}
+
+static u32 pick_len(void)
+{
+	u32 max = T.cfg->maxlen;
+
+	switch (rnd(4)) {
+	case 0:
+	case 1:
+		return 1 + rnd(min(max, 8U));
+	case 2:
+		return 1 + rnd(min(max, 64U));
+	default:
+		return 1 + rnd(max);
+	}
+}
+
+/* A random extent, a hole one time in ten, within @window of inode @i. */
+static void random_key(struct bch_bkey *k, unsigned int i, u64 window)
+{
+	u32 len = pick_len();
+	u64 off, db;
+
+	window = min(window, T.cfg->space);
+	len = min_t(u64, len, window);
+	off = rnd(window - len + 1);
+	memset(k, 0, sizeof(*k));
+	k->inode = inodes[i];
+	k->size = len;
+	k->end = T.base[i] + off + len;
+	if (rnd(10) == 0) {
+		k->flags = BCH_KEY_HOLE;
+		return;
+	}
+	db = rnd(NDB);
+	k->ptr = DATA_BASE + db * DB + rnd(DB - len + 1);
+	k->gen = T.dgen[db] - (rnd(30) == 0);	/* sometimes stale already */
+	k->flags = rnd(2) ? BCH_KEY_DIRTY : 0;
+	k->csum = rnd(1U << 31);
+}
+
+static int random_insert(void)
+{
+	long mf = mem_faults, af = T.alloc_faults;
+	unsigned int i = rnd(NINODES);
+	struct bch_bkey k;
+	u64 s;
+	int r;
+
+	random_key(&k, i, T.cfg->space);
+	if (rnd(8) == 0) {
+		if (rnd(2))
+			mem_fail_in = 1 + rnd(3);
+		else
+			T.alloc_fail_in = 1 + rnd(3);
+	}
+	r = do_insert(&k);
+	mem_fail_in = 0;
+	T.alloc_fail_in = 0;
+	s = bch_key_start(&k) - T.base[i];
+	if (r) {
+		/* only an injected fault may fail it, and then nothing changed */
+		CHECK(mem_faults != mf || T.alloc_faults != af);
+		T.failed_inserts++;
+		return compare_range(i, s > 300 ? s - 300 : 0, s + k.size + 300);
+	}
+	model_insert(&k);
+	if (rnd(8) == 0)
+		return compare_range(i, s > 20 ? s - 20 : 0, s + k.size + 20);
+	return 1;
+}
+
+static int random_lookup(void)
+{
+	unsigned int i = rnd(NINODES);
+	u64 a = rnd(T.cfg->space), len = 1 + rnd(rnd(2) ? 64 : 2048);
+	int r;
+
+	T.alloc_ok = false;
+	r = compare_range(i, a, a + len);
+	return r;
+}
+
+/* Kill a data bucket; the sectors that pointed there now read as holes. */
+static int bump_gen(void)
+{
+	unsigned int i = rnd(NINODES), found = 0;
+	u64 db = rnd(NDB), j;
+
+	T.dgen[db]++;
+	for (j = rnd(T.cfg->space); j < T.cfg->space && found < 3; j++) {
+		const struct msec *m = &T.model[i][j];
+
+		if (m->valid && (m->ptr - DATA_BASE) / DB == db) {
+			CHECK(!msec_live(m));
+			CHECK(compare_range(i, j > 10 ? j - 10 : 0, j + 300));
+			found++;
+			j += 300;
+		}
+	}
+	return 1;
+}
+
+static int run_random(const struct config *c, u64 seed, long ops)
+{
+	long n;
+	u64 r;
+
+	setup("random", c);
+	(void)seed;
+	T.alloc_ok = true;
+	CHECK(bch_btree_init(&T.b) == 0);
+	T.alloc_ok = false;
+	CHECK(compare_all());
+	if (c->ops)
+		ops = c->ops;
+	for (n = 0; n < ops; n++) {
+		T.op = n;
+		r = rnd(1000);
+		/* whole-keyspace checks cost more in the big configs */
+		if (r >= 900 + c->bump && r < 940 && c->space > 8192 && rnd(4))
+			r = 800;
+		if (r >= 990 && c->space > 8192 && rnd(4))
+			r = 950;
+		if (r < 700) {
+			CHECK(random_insert());
+		} else if (r < 900) {
+			CHECK(random_lookup());
+		} else if (r < 900 + c->bump) {
+			CHECK(bump_gen());
+		} else if (r < 940) {
+			CHECK(gc_check());
+			if (rnd(4) == 0)
+				CHECK(compare_all());
+		} else if (r < 990) {
+			CHECK(flush_check(true));
+		} else {
+			CHECK(reload(true));
+			CHECK(gc_check());
+		}
+		CHECK(T.bad_calls == 0);
+	}
+	T.op = -1;
+	CHECK(reload(false));
+	CHECK(gc_check());
+	CHECK(compare_all());
+	CHECK(T.bad_calls == 0);
+	printf("  %-14s %5ld ops: depth %u (max %u), %llu nodes, %llu splits, %llu compactions,",
+	       c->name, ops, bch_btree_depth(&T.b), T.max_depth, bch_btree_nodes(&T.b),
+	       T.splits + T.b.splits, T.compactions + T.b.compactions);
+	printf(" %llu cows, %llu set writes; faults %ld/%ld/%ld mem/alloc/io, %ld failed inserts\n",
+	       T.cows + T.b.cows, T.set_writes + T.b.set_writes, mem_faults, T.alloc_faults,
+	       T.write_faults, T.failed_inserts);
+	return 1;
+}
+
+/* Byte offsets of the valid sets of the node in @bucket, as load sees them. */
+static unsigned int node_sets(u64 bucket, size_t *offs, unsigned int max)
+{
+	size_t off = 0, bytes;
+	unsigned int n = 0;
+	u64 seq = 0;
+
+	while (n < max && off < bucket_bytes()) {
+		struct bch_bkey keys[1024];
+		const struct bch_bset_disk *d = (void *)(bucket_data(bucket) + off);
+
+		if (le32_to_cpu(d->nkeys) > ARRAY_SIZE(keys))
+			break;
+		if (bch_bset_unpack(d, bucket_bytes() - off, &seq, le16_to_cpu(d->level),
+				    n, keys, ARRAY_SIZE(keys), T.cfg->block << BCH_SECTOR_SHIFT,
+				    &bytes) < 0)
+			break;
+		offs[n++] = off;
+		off += bytes;
+	}
+	return n;
+}
+
+static struct msec *model_save(void)
+{
+	struct msec *m = malloc(NINODES * T.cfg->space * sizeof(*m));
+	unsigned int i;
+
+	for (i = 0; i < NINODES; i++)
+		memcpy(m + i * T.cfg->space, T.model[i], T.cfg->space * sizeof(*m));
+	return m;
+}
+
+static void model_restore(const struct msec *m)
+{
+	unsigned int i;
+
+	for (i = 0; i < NINODES; i++)
+		memcpy(T.model[i], m + i * T.cfg->space, T.cfg->space * sizeof(*m));
+}
+
+/* Reload from @root after damaging the disk; expect the model @m or failure. */
+static int load_expect(const struct bch_bkey *root, unsigned int level, const struct msec *m)
+{
+	int r;
+
+	bch_btree_free(&T.b);
+	CHECK(mem_live == 0);
+	r = do_load(root, level);
+	if (!m) {
+		CHECK(r < 0);
+		CHECK(mem_live == 0);	/* nothing leaked */
+		bch_btree_free(&T.b);	/* and freeing again is harmless */
+		return 1;
+	}
+	CHECK(r == 0);
+	model_restore(m);
+	return compare_all();
+}
+
+static const struct config torn_cfg = { "1024/8", 1024, 8, 4, 16, 4096, 256, 0, 0 };
+
+/*
+ * A root leaf with three appended sets, each overriding parts of the
+ * older ones. A torn newest set is ignored; a broken middle one hides
+ * everything after it; a broken first one fails the load.
+ */
+static int test_torn_set(void)
+{
+	struct bch_bkey root, root0 = { 0 }, k;
+	unsigned int level, round, n;
+	size_t offs[8];
+	u8 *node;
+
+	setup("torn-set", &torn_cfg);
+	T.alloc_ok = true;
+	CHECK(bch_btree_init(&T.b) == 0);
+	for (round = 0; round < 3; round++) {
+		for (n = 0; n < 40; n++) {
+			random_key(&k, 0, 1500);
+			CHECK(do_insert(&k) == 0);
+			model_insert(&k);
+		}
+		CHECK(flush_check(false));
+		bch_btree_root(&T.b, &root, &level);
+		if (!round)
+			root0 = root;
+		CHECK(level == 0 && root.ptr == root0.ptr);	/* appended */
+		T.snap[round] = model_save();
+	}
+	node = bucket_data(root.ptr / T.cfg->bucket);
+	CHECK(node_sets(root.ptr / T.cfg->bucket, offs, 8) == 3);
+	T.saved = malloc(bucket_bytes());
+	memcpy(T.saved, node, bucket_bytes());
+
+	/* a bit flipped in the last set: the first two load */
+	node[offs[2] + sizeof(struct bch_bset_disk) + 9] ^= 4;
+	load_expect(&root, 0, T.snap[1]);
+	/* and the next append goes where the torn set was */
+	for (n = 0; n < 10; n++) {
+		random_key(&k, 0, 1500);
+		CHECK(do_insert(&k) == 0);
+		model_insert(&k);
+	}
+	reload(false);
+	bch_btree_root(&T.b, &root, &level);
+	CHECK(root.ptr == root0.ptr);
+	CHECK(node_sets(root.ptr / T.cfg->bucket, offs, 8) == 3);
+
+	/* the middle set's magic broken: only the first */
+	memcpy(node, T.saved, bucket_bytes());
+	node[offs[1] + 4] ^= 1;
+	load_expect(&root, 0, T.snap[0]);
+	/* a bad csum in the first set: no node at all */
+	memcpy(node, T.saved, bucket_bytes());
+	node[100] ^= 0x80;
+	load_expect(&root, 0, NULL);
+	/* untouched: all three */
+	memcpy(node, T.saved, bucket_bytes());
+	load_expect(&root, 0, T.snap[2]);
+	CHECK(T.bad_calls == 0);
+	return 1;
+}
+
+static const struct config corrupt_cfg = { "2/1", 2, 1, 4, 4096, 4096, 64, 0, 0 };
+
+struct node_list {
+	u64	buckets[4096];
+	u64	n;
+};
+
+static void list_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_node, void *arg)
+{
+	struct node_list *l = arg;
+
+	if (is_node && l->n < ARRAY_SIZE(l->buckets))
+		l->buckets[l->n++] = k->ptr / b->bucket_sectors;
+}
+
+/* A node with garbage, someone else's sets or nothing fails the load. */
+static int test_corrupt_node(void)
+{
+	struct node_list *l = calloc(1, sizeof(*l));
+	u64 victim = 0, other = 0, i, rootb;
+	struct bch_bkey root, k;
+	unsigned int level, n;
+	size_t offs[8];
+
+	setup("corrupt-node", &corrupt_cfg);
+	T.list = l;
+	T.alloc_ok = true;
+	CHECK(bch_btree_init(&T.b) == 0);
+	for (n = 0; n < 3000; n++) {
+		random_key(&k, rnd(NINODES), T.cfg->space);
+		CHECK(do_insert(&k) == 0);
+		model_insert(&k);
+	}
+	CHECK(flush_check(false));
+	CHECK(bch_btree_depth(&T.b) >= 3);
+	CHECK(bch_btree_gc(&T.b, list_fn, l) == 0);
+	CHECK(flush_check(false));
+	bch_btree_root(&T.b, &root, &level);
+	rootb = root.ptr / T.cfg->bucket;
+	T.snap[0] = model_save();
+	/* a victim that is not the root, and another node with keys */
+	for (i = 0; i < l->n; i++) {
+		if (l->buckets[i] == rootb)
+			continue;
+		if (!victim)
+			victim = l->buckets[i];
+		else if (!other && node_sets(l->buckets[i], offs, 8) &&
+			 ((struct bch_bset_disk *)bucket_data(l->buckets[i]))->nkeys)
+			other = l->buckets[i];
+	}
+	CHECK(victim && other);
+	T.saved = malloc(bucket_bytes());
+	memcpy(T.saved, bucket_data(victim), bucket_bytes());
+
+	for (i = 0; i < bucket_bytes(); i++)
+		bucket_data(victim)[i] = rnd(256);
+	load_expect(&root, level, NULL);
+	memset(bucket_data(victim), 0, bucket_bytes());
+	load_expect(&root, level, NULL);
+	memcpy(bucket_data(victim), bucket_data(other), bucket_bytes());
+	load_expect(&root, level, NULL);
+	memcpy(bucket_data(victim), T.saved, bucket_bytes());
+	/* a root of the wrong level fails too */
+	CHECK(do_load(&root, level + 1) < 0 && mem_live == 0);
+	memcpy(T.saved, bucket_data(rootb), bucket_bytes());
+	bucket_data(rootb)[40] ^= 1;
+	load_expect(&root, level, NULL);
+	memcpy(bucket_data(rootb), T.saved, bucket_bytes());
+	load_expect(&root, level, T.snap[0]);
+	CHECK(gc_check());
+	CHECK(T.bad_calls == 0);
+	return 1;
+}
+
+/* Bad arguments, a failed init, an empty tree through flush and load. */
+static int test_basics(void)
+{
+	struct bch_bkey k = { .inode = 1, .size = 0, .end = 10 }, out, root;
+	unsigned int level, n;
+
+	setup("basics", &corrupt_cfg);
+	CHECK(bch_crc32c("123456789", 9) == 0xe3069283);
+	CHECK(bch_crc32c("123456789abcdefgh", 17) == 0x3ff3b09d);
+	T.alloc_ok = true;
+	T.alloc_fail_in = 1;
+	CHECK(bch_btree_init(&T.b) < 0 && mem_live == 0);
+	mem_fail_in = 2;
+	CHECK(bch_btree_init(&T.b) == -ENOMEM && mem_live == 0);
+	mem_fail_in = 0;
+	CHECK(bch_btree_init(&T.b) == 0);
+	CHECK(bch_btree_insert(&T.b, &k) == -EINVAL);
+	k.size = 11;
+	CHECK(bch_btree_insert(&T.b, &k) == -EINVAL);
+	CHECK(bch_btree_lookup(&T.b, 1, 5, 5, &out) == -EINVAL);
+	CHECK(compare_all());
+	CHECK(flush_check(false));
+	bch_btree_root(&T.b, &root, &level);
+	CHECK(root.inode == U32_MAX && root.end == U64_MAX && root.size == 1 && !level);
+	tree_free();
+	CHECK(do_load(&root, 0) == 0);
+	CHECK(compare_all() && gc_check());
+	/* many leaves, then extents and a hole across all of them */
+	for (n = 0; n < 2000; n++) {
+		random_key(&k, 0, T.cfg->space);
+		CHECK(do_insert(&k) == 0);
+		model_insert(&k);
+	}
+	CHECK(bch_btree_depth(&T.b) >= 2);
+	memset(&k, 0, sizeof(k));
+	k.size = DB;
+	k.end = 1000 + DB;
+	k.ptr = DATA_BASE;
+	k.gen = T.dgen[0];
+	CHECK(do_insert(&k) == 0);
+	model_insert(&k);
+	CHECK(compare_all());
+	k.size = T.cfg->space - 10;
+	k.end = T.cfg->space - 5;
+	k.flags = BCH_KEY_HOLE;
+	CHECK(do_insert(&k) == 0);
+	model_insert(&k);
+	CHECK(compare_all());
+	CHECK(reload(false) && gc_check());
+	CHECK(T.bad_calls == 0);
+	return 1;
+}
+
+static const struct config sets_cfg = { "1024/8 sets=8,2", 1024, 8, 8, 16, 4096, 256, 0, 0 };
+
+/* A node written with more sets than the loading tree allows. */
+static int test_sets_change(void)
+{
+	struct bch_bkey root, root0, k;
+	unsigned int level, round, n;
+	size_t offs[8];
+
+	setup("sets-change", &sets_cfg);
+	T.alloc_ok = true;
+	CHECK(bch_btree_init(&T.b) == 0);
+	for (round = 0; round < 6; round++) {
+		for (n = 0; n < 20; n++) {
+			random_key(&k, 0, 2000);
+			CHECK(do_insert(&k) == 0);
+			model_insert(&k);
+		}
+		CHECK(flush_check(false));
+	}
+	bch_btree_root(&T.b, &root0, &level);
+	CHECK(node_sets(root0.ptr / T.cfg->bucket, offs, 8) == 6);
+	tree_free();
+	T.b.max_sets = 2;
+	CHECK(do_load(&root0, level) == 0);
+	CHECK(compare_all());
+	for (n = 0; n < 20; n++) {
+		random_key(&k, 0, 2000);
+		CHECK(do_insert(&k) == 0);
+		model_insert(&k);
+	}
+	reload(false);
+	bch_btree_root(&T.b, &root, &level);
+	CHECK(root.ptr != root0.ptr);		/* compacted: rewritten elsewhere */
+	CHECK(node_sets(root.ptr / T.cfg->bucket, offs, 8) == 1);
+	CHECK(gc_check());
+	CHECK(T.bad_calls == 0);
+	return 1;
+}
+
+static const struct config configs[] = {
+	/* name		bucket block sets nbuckets space maxlen ops bump */
+	{ "1/1 sets=4",	  1,    1, 4, 1 << 15, 4096,  256, 0,     5 },
+	{ "2/1 sets=2",	  2,    1, 2, 1 << 14, 8192,  256, 0,     5 },
+	{ "16/1 sets=4",  16,   1, 4, 1 << 12, 8192,  256, 0,     5 },
+	{ "16/1 deep",	  16,   1, 4, 1 << 12, 65536, 8,   60000, 1 },
+	{ "16/2 sets=1",  16,   2, 1, 1 << 12, 8192,  256, 0,     5 },
+	{ "8/4 sets=8",	  8,    4, 8, 1 << 12, 8192,  256, 0,     5 },
+	{ "1024/8 sets=4", 1024, 8, 4, 96,     65536, 16,  60000, 1 },
+};
+
+static int run_test(unsigned int i, u64 seed, long ops)
+{
+	if (i < ARRAY_SIZE(configs))
+		return run_random(&configs[i], seed, ops);
+	if (i == ARRAY_SIZE(configs))
+		return test_torn_set();
+	if (i == ARRAY_SIZE(configs) + 1)
+		return test_corrupt_node();
+	if (i == ARRAY_SIZE(configs) + 2)
+		return test_sets_change();
+	return test_basics();
+}
+
+int main(int argc, char **argv)
+{
+	u64 seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 1;
+	long ops = argc > 2 ? strtol(argv[2], NULL, 0) : 20000;
+	static int passed, failed;
+	static unsigned int i;
+
+	test_seed = seed;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("btree_test seed %llu, %ld ops\n", seed, ops);
+	for (i = 0; i < ARRAY_SIZE(configs) + 4; i++) {
+		rng_state = seed * 1000003 + i;
+		seq_state = ~rng_state;
+		mem_live = 0;
+		mem_fail_in = 0;
+		mem_faults = 0;
+		if (!setjmp(fail_jmp) && run_test(i, seed, ops)) {
+			printf("ok   %s %s\n", T.test, T.cfg->name);
+			passed++;
+		} else {
+			printf("FAIL %s %s\n", T.test, T.cfg ? T.cfg->name : "-");
+			failed++;
+		}
+		teardown();
+		if (mem_live) {
+			printf("FAIL %ld btree allocations leaked\n", mem_live);
+			failed++;
+		}
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

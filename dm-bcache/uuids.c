@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-bcache: UUID slots, one per origin a cache set holds.
+ *
+ * An origin is known by the origin_uuid its table gives, never by its
+ * device name or by what it contains: names change with device order and
+ * filesystem UUIDs are copied by every dd or snapshot clone. Cached keys
+ * carry the slot index and the slot's epoch; bumping the epoch drops all
+ * of an origin's cached data at once, as bumping a bucket's gen drops the
+ * bucket's. The epoch is never reset, so a reused slot never matches keys
+ * of its earlier tenant.
+ *
+ * Defence in depth against a table that names the wrong device under a
+ * right origin_uuid: the slot remembers the origin's size and a checksum
+ * of its first 4 KiB at detach; either differing at attach invalidates.
+ */
+#include <linux/slab.h>
+#include <linux/uuid.h>
+
+#include "dm-bcache.h"
+
+#define BCH_FINGERPRINT_SECTORS	8
+
+static size_t bch_uuid_bytes(struct bch_cache_set *set)
+{
+	return (size_t)le32_to_cpu(set->sb->uuid_sectors) << SECTOR_SHIFT;
+}
+
+int bch_uuids_read(struct bch_cache_set *set, char **error)
+{
+	struct bch_sb_disk *sb = set->sb;
+	unsigned int cur = le32_to_cpu(sb->uuid_current);
+	int r;
+
+	*error = "cannot allocate the UUID table";
+	set->uuids = kvmalloc(bch_uuid_bytes(set), GFP_KERNEL);
+	if (!set->uuids)
+		return -ENOMEM;
+	r = bch_meta_io(set, REQ_OP_READ, le64_to_cpu(sb->uuid_offset[cur]),
+			set->uuids, bch_uuid_bytes(set));
+	if (r) {
+		*error = "cannot read the UUID table";
+		return r;
+	}
+	if (bch_crc32c(set->uuids, bch_uuid_bytes(set)) !=
+	    le32_to_cpu(sb->uuid_csum)) {
+		*error = "UUID table checksum mismatch";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int bch_uuids_write(struct bch_cache_set *set)
+{
+	struct bch_sb_disk *sb = set->sb;
+	unsigned int next = !le32_to_cpu(sb->uuid_current);
+	int r;
+
+	lockdep_assert_held(&set->lock);
+	r = bch_meta_io(set, REQ_OP_WRITE, le64_to_cpu(sb->uuid_offset[next]),
+			set->uuids, bch_uuid_bytes(set));
+	if (r)
+		return r;
+	sb->uuid_current = cpu_to_le32(next);
+	sb->uuid_csum = cpu_to_le32(bch_crc32c(set->uuids,
+					       bch_uuid_bytes(set)));
+	return bch_sb_write(set);
+}
+
+static bool bch_slot_valid(struct bch_uuid_disk *u)
+{
+	return le32_to_cpu(u->flags) & BCH_UUID_VALID;
+}
+
+/* The inode of the slot's keys now; one no key has for a free slot. */
+u32 bch_slot_inode(struct bch_cache_set *set, unsigned int slot)
+{
+	struct bch_uuid_disk *u = &set->uuids[slot];
+
+	if (!(le32_to_cpu(READ_ONCE(u->flags)) & BCH_UUID_VALID))
+		return BCH_INODE_NONE;
+	return le32_to_cpu(READ_ONCE(u->epoch)) << BCH_INODE_SLOT_BITS | slot;
+}
+
+/*
+ * Drop all of a slot's cached data. False once the epoch is exhausted:
+ * the last epoch is never used, so bch_slot_inode() has a value no key
+ * can carry.
+ */
+static bool bch_slot_bump_epoch(struct bch_uuid_disk *u)
+{
+	u32 epoch = le32_to_cpu(u->epoch);
+
+	if (epoch + 1 >= BCH_INODE_EPOCH_MAX)
+		return false;
+	WRITE_ONCE(u->epoch, cpu_to_le32(epoch + 1));
+	u->flags &= ~cpu_to_le32(BCH_UUID_FINGERPRINT);
+	return true;
+}
+
+static void bch_slot_free(struct bch_uuid_disk *u)
+{
+	u32 epoch = le32_to_cpu(u->epoch);
+
+	memset(u, 0, sizeof(*u));
+	u->epoch = cpu_to_le32(epoch);
+}
+
+/*
+ * Called when a cache set is opened: no table holds any slot yet.
+ * Ephemeral slots are freed; after an unclean shutdown, or where a slot
+ * was still marked attached, the slot's data cannot be trusted.
+ */
+void bch_uuids_recover(struct bch_cache_set *set, bool clean)
+{
+	unsigned int i;
+
+	for (i = 0; i < BCH_UUID_SLOTS; i++) {
+		struct bch_uuid_disk *u = &set->uuids[i];
+		u32 flags = le32_to_cpu(u->flags);
+
+		if (!(flags & BCH_UUID_VALID))
+			continue;
+		if (flags & BCH_UUID_EPHEMERAL) {
+			bch_slot_free(u);
+			continue;
+		}
+		if (!clean || (flags & BCH_UUID_ATTACHED)) {
+			if (!bch_slot_bump_epoch(u))
+				bch_slot_free(u);
+		}
+		u->flags &= ~cpu_to_le32(BCH_UUID_ATTACHED);
+	}
+}
+
+static int bch_slot_find(struct bch_cache_set *set, const u8 *uuid)
+{
+	unsigned int i;
+
+	for (i = 0; i < BCH_UUID_SLOTS; i++) {
+		struct bch_uuid_disk *u = &set->uuids[i];
+
+		if (bch_slot_valid(u) &&
+		    !(le32_to_cpu(u->flags) & BCH_UUID_EPHEMERAL) &&
+		    !memcmp(u->uuid, uuid, 16))
+			return i;
+	}
+	return -ENOENT;
+}
+
+/* A free slot whose epoch can still be bumped, claimed for a new origin. */
+static int bch_slot_new(struct bch_cache_set *set, const u8 *uuid, u32 flags)
+{
+	unsigned int i;
+
+	for (i = 0; i < BCH_UUID_SLOTS; i++) {
+		struct bch_uuid_disk *u = &set->uuids[i];
+
+		if (bch_slot_valid(u) || !bch_slot_bump_epoch(u))
+			continue;
+		memcpy(u->uuid, uuid, 16);
+		u->flags = cpu_to_le32(BCH_UUID_VALID | flags);
+		u->first_attach = cpu_to_le64(ktime_get_real_seconds());
+		return i;
+	}
+	return -ENOSPC;
+}
+
+static int bch_origin_fingerprint(struct bch_cache_set *set,
+				  struct block_device *origin, u32 *fp)
+{
+	struct dm_io_region where = {
+		.bdev	= origin,
+		.sector	= 0,
+		.count	= BCH_FINGERPRINT_SECTORS,
+	};
+	struct dm_io_request req = {
+		.bi_opf		= REQ_OP_READ,
+		.mem.type	= DM_IO_KMEM,
+		.client		= set->io,
+	};
+	unsigned long error_bits = 0;
+	void *buf;
+	int r;
+
+	if (bdev_nr_sectors(origin) < BCH_FINGERPRINT_SECTORS)
+		return -ENOSPC;
+	buf = kmalloc(BCH_FINGERPRINT_SECTORS << SECTOR_SHIFT, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	req.mem.ptr.addr = buf;
+	r = dm_io(&req, 1, &where, &error_bits, IOPRIO_DEFAULT);
+	if (!r && error_bits)
+		r = -EIO;
+	if (!r)
+		*fp = bch_crc32c(buf, BCH_FINGERPRINT_SECTORS << SECTOR_SHIFT);
+	kfree(buf);
+	return r;
+}
+
+/* Keep the slot's data only if the origin looks like the one we left. */
+static void bch_slot_check_origin(struct bch_cache_set *set, unsigned int i,
+				  struct block_device *origin)
+{
+	struct bch_uuid_disk *u = &set->uuids[i];
+	u32 fp;
+	const char *why = NULL;
+
+	if (le64_to_cpu(u->sectors) != bdev_nr_sectors(origin))
+		why = "origin size changed";
+	else if (!(le32_to_cpu(u->flags) & BCH_UUID_FINGERPRINT))
+		why = "origin was not detached cleanly";
+	else if (bch_origin_fingerprint(set, origin, &fp) ||
+		 fp != le32_to_cpu(u->fingerprint))
+		why = "origin's first 4 KiB changed while detached";
+	if (!why)
+		return;
+	DMWARN("%s: slot %u (%pUb): %s: cached data invalidated",
+	       set->name, i, u->uuid, why);
+	if (!bch_slot_bump_epoch(u))
+		bch_slot_free(u);
+}
+
+/*
+ * Give @bt a slot: the one holding @uuid, or a new one (ephemeral when
+ * @uuid is NULL). A table reload of the same device may hold the slot
+ * twice for a moment; any other device naming the same uuid is refused.
+ */
+int bch_slot_attach(struct bch_cache_set *set, struct bch_target *bt,
+		    const u8 *uuid, char **error)
+{
+	struct mapped_device *md = dm_table_get_md(bt->ti->table);
+	struct block_device *origin = bt->origin_dev->bdev;
+	struct bch_uuid_disk *u;
+	struct bch_slot *s;
+	u8 random[16];
+	int i, r = 0;
+
+	mutex_lock(&set->lock);
+	i = uuid ? bch_slot_find(set, uuid) : -ENOENT;
+	if (i >= 0) {
+		s = &set->slots[i];
+		if (s->holders && (s->md != md || s->origin != origin->bd_dev)) {
+			*error = "origin_uuid is already in use by another device";
+			r = -EBUSY;
+			goto out;
+		}
+		if (!s->holders)
+			bch_slot_check_origin(set, i, origin);
+		if (!bch_slot_valid(&set->uuids[i]))
+			i = -ENOENT;
+	}
+	if (i < 0) {
+		if (!uuid) {
+			generate_random_uuid(random);
+			uuid = random;
+		}
+		i = bch_slot_new(set, uuid, bt->persistent ? 0 : BCH_UUID_EPHEMERAL);
+		if (i < 0) {
+			*error = "all UUID slots of the cache set are in use";
+			r = i;
+			goto out;
+		}
+	}
+
+	s = &set->slots[i];
+	u = &set->uuids[i];
+	bt->slot = i;
+	if (s->holders)
+		goto held;
+	s->track = kzalloc(sizeof(*s->track), GFP_KERNEL);
+	if (!s->track) {
+		*error = "cannot allocate the write tracker";
+		r = -ENOMEM;
+		goto out;
+	}
+	bch_track_init(s->track);
+	s->md = md;
+	s->origin = origin->bd_dev;
+	u->sectors = cpu_to_le64(bdev_nr_sectors(origin));
+	u->last_attach = cpu_to_le64(ktime_get_real_seconds());
+	u->flags |= cpu_to_le32(BCH_UUID_ATTACHED);
+	u->flags &= ~cpu_to_le32(BCH_UUID_FINGERPRINT);
+	r = bch_uuids_write(set);
+	if (r) {
+		*error = "cannot write the UUID table";
+		kfree(s->track);
+		s->track = NULL;
+		goto out;
+	}
+held:
+	s->holders++;
+out:
+	mutex_unlock(&set->lock);
+	return r;
+}
+
+/*
+ * Release @bt's slot. @live means the table is going away while its device
+ * stays in use (a reload to another target): writes will reach the origin
+ * behind the cache's back, so the slot's data is dropped.
+ */
+void bch_slot_detach(struct bch_cache_set *set, struct bch_target *bt,
+		     bool live)
+{
+	struct bch_uuid_disk *u = &set->uuids[bt->slot];
+	struct bch_slot *s = &set->slots[bt->slot];
+	u32 fp;
+
+	mutex_lock(&set->lock);
+	if (--s->holders)
+		goto out;
+	s->md = NULL;
+	kfree(s->track);
+	s->track = NULL;
+	if (le32_to_cpu(u->flags) & BCH_UUID_EPHEMERAL) {
+		bch_slot_free(u);
+	} else if (live) {
+		DMINFO("%s: slot %u (%pUb): caching turned off while live: data invalidated",
+		       set->name, bt->slot, u->uuid);
+		if (!bch_slot_bump_epoch(u))
+			bch_slot_free(u);
+	} else if (!bch_origin_fingerprint(set, bt->origin_dev->bdev, &fp)) {
+		u->fingerprint = cpu_to_le32(fp);
+		u->flags |= cpu_to_le32(BCH_UUID_FINGERPRINT);
+	}
+	u->flags &= ~cpu_to_le32(BCH_UUID_ATTACHED);
+	if (bch_uuids_write(set))
+		DMERR("%s: cannot write the UUID table at detach", set->name);
+out:
+	mutex_unlock(&set->lock);
+}
+
+int bch_slot_invalidate(struct bch_cache_set *set, unsigned int slot)
+{
+	struct bch_uuid_disk *u = &set->uuids[slot];
+	int r;
+
+	mutex_lock(&set->lock);
+	r = bch_slot_bump_epoch(u) ? bch_uuids_write(set) : -EOVERFLOW;
+	mutex_unlock(&set->lock);
+	return r;
+}
+
+/*
+ * For the IO path, which must not wait for metadata IO: drop the slot's
+ * data in memory now, write the UUID table from the workqueue.
+ */
+void bch_slot_invalidate_nowait(struct bch_cache_set *set, unsigned int slot)
+{
+	struct bch_uuid_disk *u = &set->uuids[slot];
+
+	mutex_lock(&set->lock);
+	if (!bch_slot_bump_epoch(u))	/* exhausted: the slot caches nothing */
+		WRITE_ONCE(u->flags, u->flags & ~cpu_to_le32(BCH_UUID_VALID));
+	mutex_unlock(&set->lock);
+	queue_work(set->wq, &set->uuid_work);
+}
+
+void bch_uuids_work(struct work_struct *work)
+{
+	struct bch_cache_set *set = container_of(work, struct bch_cache_set,
+						 uuid_work);
+
+	mutex_lock(&set->lock);
+	if (bch_uuids_write(set))
+		DMERR("%s: cannot write the UUID table", set->name);
+	mutex_unlock(&set->lock);
+}

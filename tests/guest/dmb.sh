@@ -1,0 +1,77 @@
+# shellcheck shell=sh disable=SC3043
+# dm-bcache helpers for scenarios: `. /tests/guest/dmb.sh` after lib.sh.
+#
+#   dmb_load                     modprobe dm-bcache (a check)
+#   dmb_create NAME CACHE ORIGIN [OPT...]   create the target over the whole
+#                                origin; OPT are the optional args
+#   dmb_stat NAME FIELD          one status field by name (see README.md)
+#   dmb_tunable NAME KEY         one tunable from the status line
+#   dmb_remove NAME              remove and refresh /dev/mapper
+#   dmesg_has TEXT               the kernel log mentions TEXT
+
+dmb_load() {
+	check "modprobe dm-bcache" modprobe dm-bcache
+}
+
+dmb_table() {
+	local name=$1 cache=$2 origin=$3
+	shift 3
+	local n=$#
+	if [ "$n" -gt 0 ]; then
+		echo "0 $(blockdev --getsz "$origin") bcache $cache $origin $n $*"
+	else
+		echo "0 $(blockdev --getsz "$origin") bcache $cache $origin"
+	fi
+}
+
+dmb_create() {
+	local name=$1
+	dmsetup create "$name" --table "$(dmb_table "$@")" && dmsetup mknodes "$name"
+}
+
+dmb_remove() {
+	dmsetup remove "$1" && dmsetup mknodes
+}
+
+# Status fields after "<start> <len> bcache", in order (README.md).
+DMB_FIELDS="version block_size bucket_size buckets read_hits read_misses
+write_hits write_misses bypassed dirty mode slot origin_uuid state
+btree_depth btree_nodes gc_runs hit_ratio filled_sectors retries
+cache_errors"
+
+dmb_stat() {
+	local i=4 f
+	for f in $DMB_FIELDS; do
+		if [ "$f" = "$2" ]; then
+			dmsetup status "$1" | cut -d' ' -f$i
+			return 0
+		fi
+		i=$((i + 1))
+	done
+	echo "dmb_stat: no field $2" >&2
+	return 1
+}
+
+dmb_tunable() {
+	dmsetup status "$1" | tr ' ' '\n' | grep -A1 -x "$2" | tail -n 1
+}
+
+dmesg_has() {
+	dmesg | grep -q -- "$1"
+}
+
+# Read RANGE MiB at OFFSET MiB of a device with direct IO, 4k random or
+# sequential: used to warm and to re-read.
+dmb_read() {
+	dd if="$1" of=/dev/null bs=4k skip=$(($2 * 256)) count=$(($3 * 256)) \
+		iflag=direct 2>/dev/null
+}
+
+# Two devices hold the same bytes. Drops the page cache first: direct IO
+# through a dm device does not invalidate what is cached for the device
+# below it, so a buffered read of the origin could see old pages.
+dmb_same() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp "$1" "$2"
+}

@@ -1,0 +1,50 @@
+# A reread is a hit; data read from the cache is the origin's; partial
+# hits split correctly; status counters move as documented.
+# disks: cache=64M origin=128M
+. /tests/guest/dmb.sh
+
+cache=$(disk cache)
+origin=$(disk origin)
+dmb_load
+check "format" make-bcache -q "$cache"
+check "origin gets a pattern" fio --name=p --filename="$origin" --rw=write \
+	--bs=64k --size=128M --verify=pattern --verify_pattern=0x5a5a1234 \
+	--do_verify=0 --output=/tmp/p
+check "create" dmb_create c "$cache" "$origin"
+
+# 4k random reads of 8 MiB, twice: the second pass hits.
+rd() { fio --name=r --filename=/dev/mapper/c --rw=randread --bs=4k \
+	--offset="$1" --size="$2" --randrepeat=1 --direct=1 --output=/tmp/r; }
+check "first pass" rd 0 8M
+m1=$(dmb_stat c read_misses); h1=$(dmb_stat c read_hits)
+check "first pass missed" test "$m1" -gt 0
+sleep 1
+check "second pass" rd 0 8M
+h2=$(dmb_stat c read_hits); m2=$(dmb_stat c read_misses)
+info "hits $h1 -> $h2, misses $m1 -> $m2"
+check "second pass hit (>= 90% of 2048 reads)" test $((h2 - h1)) -ge 1843
+check "hit ratio reported" test "$(dmb_stat c hit_ratio)" -gt 0
+check "filled sectors reported" test "$(dmb_stat c filled_sectors)" -ge 16384
+
+# Partial hits: a 64k read over cached and uncached 4k blocks.
+check "cache every other 4k block of 1 MiB at 16M" sh -c '
+	i=0; while [ $i -lt 256 ]; do
+		dd if=/dev/mapper/c of=/dev/null bs=4k skip=$((4096 + i)) count=1 iflag=direct 2>/dev/null
+		i=$((i + 2)); done'
+sleep 1
+check "1 MiB at 16M equals the origin (64k reads)" sh -c "
+	dd if=/dev/mapper/c bs=64k skip=256 count=16 iflag=direct 2>/dev/null | md5sum >/tmp/a
+	dd if=$origin bs=64k skip=256 count=16 iflag=direct 2>/dev/null | md5sum >/tmp/b
+	cmp /tmp/a /tmp/b"
+check "whole device equals the origin" dmb_same /dev/mapper/c "$origin"
+
+# Writes: overwrite cached data, read the new data back.
+check "overwrite 4 MiB of the cached range" fio --name=o --filename=/dev/mapper/c \
+	--rw=randwrite --bs=4k --size=4M --verify=crc32c --direct=1 --output=/tmp/o
+check "write hits counted" test "$(dmb_stat c write_hits)" -gt 0
+check "reread of overwritten range verifies" fio --name=o --filename=/dev/mapper/c \
+	--rw=randwrite --bs=4k --size=4M --verify=crc32c --verify_only=1 \
+	--direct=1 --output=/tmp/o2
+check "whole device still equals the origin" dmb_same /dev/mapper/c "$origin"
+info "status: $(dmsetup status c)"
+check "remove" dmb_remove c

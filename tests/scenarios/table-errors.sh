@@ -1,0 +1,60 @@
+# Every bad table line or bad device is refused with a clear message in
+# the kernel log, never an oops; a good table still works afterwards.
+# disks: cache=64M origin=128M blank=64M small=8M
+. /tests/guest/dmb.sh
+
+cache=$(disk cache)
+origin=$(disk origin)
+blank=$(disk blank)
+small=$(disk small)
+dmb_load
+check "format the cache" make-bcache -q "$cache"
+len=$(blockdev --getsz "$origin")
+
+bad() {
+	desc=$1 msg=$2
+	shift 2
+	dmesg -c >/dev/null
+	check_fails "$desc refused" dmsetup create bad --table "$*"
+	dmsetup remove bad 2>/dev/null
+	if dmesg | grep -q -- "$msg"; then
+		pass "$desc: '$msg' logged"
+	else
+		dmesg | tail -n 5
+		fail "$desc: '$msg' logged"
+	fi
+}
+
+bad "no arguments" "expected <cache dev> <origin dev>" "0 $len bcache"
+bad "one argument" "expected <cache dev> <origin dev>" "0 $len bcache $cache"
+bad "missing cache device" "cannot open the cache device" "0 $len bcache /dev/nonexistent $origin"
+bad "missing origin device" "cannot open the origin device" "0 $len bcache $cache /dev/nonexistent"
+bad "unformatted cache" "no dm-bcache superblock" "0 $len bcache $blank $origin"
+bad "same device twice" "same device" "0 $len bcache $cache $cache"
+bad "target longer than origin" "origin device is smaller" "0 $((len + 8)) bcache $cache $origin"
+bad "unknown option" "unknown or incomplete optional argument" "0 $len bcache $cache $origin 1 frobnicate"
+bad "option without value" "unknown or incomplete optional argument" "0 $len bcache $cache $origin 1 origin_uuid"
+bad "bad uuid" "not a valid UUID" "0 $len bcache $cache $origin 2 origin_uuid not-a-uuid"
+bad "null uuid" "null UUID" "0 $len bcache $cache $origin 2 origin_uuid 00000000-0000-0000-0000-000000000000"
+bad "opt count too large" "optional arguments" "0 $len bcache $cache $origin 3 origin_uuid"
+bad "extra arguments" "too many arguments" "0 $len bcache $cache $origin 0 extra"
+
+# A superblock copied onto a smaller device: the device is not what it says.
+check "copy superblock to a smaller device" dd if="$cache" of="$small" bs=1M count=8 conv=fsync
+bad "cache smaller than its superblock" "smaller than its superblock says" "0 $len bcache $small $origin"
+
+# Corruptions of a good superblock, one byte each.
+check "copy the cache" dd if="$cache" of="$blank" bs=1M conv=fsync
+printf 'X' | dd of="$blank" bs=1 seek=$((4096 + 200)) conv=notrunc,fsync 2>/dev/null
+bad "flipped superblock byte" "checksum mismatch" "0 $len bcache $blank $origin"
+check "copy the cache again" dd if="$cache" of="$blank" bs=1M conv=fsync
+printf 'Y' | dd of="$blank" bs=1 seek=$((8192 + 16)) conv=notrunc,fsync 2>/dev/null
+bad "corrupted bucket array" "bucket array checksum mismatch" "0 $len bcache $blank $origin"
+check "wipe the tiny device" dd if=/dev/zero of="$small" bs=1M count=8 conv=fsync
+check "brd with a 4 KiB disk" modprobe brd rd_nr=1 rd_size=4
+bad "cache smaller than a superblock" "too small to hold a superblock" "0 $len bcache /dev/ram0 $origin"
+
+check "a good table works afterwards" dmb_create good "$cache" "$origin"
+check "read through it" dd if=/dev/mapper/good of=/dev/null bs=64k count=16 iflag=direct
+check "remove it" dmb_remove good
+check "module unloads" rmmod dm_bcache
