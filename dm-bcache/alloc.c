@@ -58,8 +58,11 @@ static void bch_bucket_invalidate(struct bch_cache_set *set, u64 i)
 		set->nr_data--;
 	else if (b->state == BCH_B_BTREE)
 		set->nr_btree--;
-	/* Readers check the gen after their IO; see bch_ptr_stale(). */
 	WRITE_ONCE(b->gen, b->gen + 1);
+	/*
+	 * The new gen must be visible before the bucket can be handed out
+	 * and rewritten: pairs with the smp_rmb() in bch_ptr_stale().
+	 */
 	smp_wmb();
 	b->state = BCH_B_FREE;
 	b->prio = 0;
@@ -72,6 +75,11 @@ bool bch_ptr_stale(struct bch_cache_set *set, u64 ptr, u8 gen)
 
 	if (bucket < set->first_bucket || bucket >= set->nbuckets)
 		return true;
+	/*
+	 * Called after a cache read completed: if the bucket was reused
+	 * while the read was in flight, its gen was bumped before the new
+	 * data was written. Pairs with the smp_wmb() in invalidate.
+	 */
 	smp_rmb();
 	return READ_ONCE(set->buckets[bucket].gen) != gen;
 }
@@ -341,8 +349,10 @@ void bch_alloc_load(struct bch_cache_set *set)
 	u64 i;
 
 	spin_lock(&set->alloc_lock);
-	set->nr_free = set->free_head = 0;
-	set->nr_data = set->nr_btree = 0;
+	set->nr_free = 0;
+	set->free_head = 0;
+	set->nr_data = 0;
+	set->nr_btree = 0;
 	for (i = 0; i < set->nbuckets; i++) {
 		struct bch_bucket *b = &set->buckets[i];
 

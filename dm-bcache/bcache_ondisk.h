@@ -19,7 +19,17 @@
  * Metadata that is rewritten in place (bucket array, UUID table) has two
  * copies. A writer fills the copy that is not current, flushes, then
  * writes the superblock with FUA naming the new copy and its checksum, so
- * a torn write never leaves the cache without a valid copy.
+ * a torn write never leaves the cache without a valid copy. (The
+ * superblock itself is one 4 KiB write: a torn one fails its checksum and
+ * the cache is refused, never misread.)
+ *
+ * Conventions:
+ * - every checksum is standard CRC-32C: ~crc32c(~0, data, len);
+ * - prio_csum and uuid_csum cover the whole copy, prio_sectors or
+ *   uuid_sectors long, zero tail included;
+ * - first_bucket is exactly bch_first_bucket(nbuckets, bucket_size);
+ * - a btree_root with size 0 means no index has been written;
+ * - reserved bytes are written as zero.
  */
 #ifndef _BCACHE_ONDISK_H
 #define _BCACHE_ONDISK_H
@@ -47,7 +57,7 @@
 
 #define BCH_SB_VERSION		1
 
-/* "dm-bcache cache\0" followed by a format-specific tail */
+/* 15 characters and the NUL: all 16 bytes of the magic field */
 #define BCH_SB_MAGIC		"dm-bcache-cache"
 #define BCH_MAGIC_LEN		16
 
@@ -56,7 +66,7 @@
 #define BCH_DEFAULT_BUCKET_SECTORS 1024		/* 512 KiB */
 #define BCH_MAX_BUCKET_SECTORS	BIT(16)	/* 32 MiB */
 #define BCH_MIN_DATA_BUCKETS	16		/* below this nothing works */
-#define BCH_MAX_BUCKETS		BIT_ULL(32)
+#define BCH_MAX_BUCKETS		BIT_ULL(32)	/* inclusive */
 
 #define BCH_UUID_SLOTS		256
 

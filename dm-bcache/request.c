@@ -59,7 +59,7 @@ struct bch_fill {
 	struct page		*pages[];
 };
 
-#define BCH_FILL_MAX_SECTORS	(1U << 11)	/* 1 MiB */
+#define BCH_FILL_MAX_SECTORS	BIT(11)		/* 1 MiB */
 #define BCH_FILLS_MAX		64		/* in flight per origin */
 
 size_t bch_io_size(void)

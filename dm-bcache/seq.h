@@ -15,7 +15,7 @@ struct bch_seq_stream {
 
 /* Recent IO streams of one origin, to spot sequential IO. */
 struct bch_seq {
-	spinlock_t		lock;
+	spinlock_t		lock;		/* protects streams */
 	u64			cutoff;		/* sectors; 0 = never bypass */
 	struct bch_seq_stream	streams[BCH_SEQ_STREAMS];
 };

@@ -210,10 +210,12 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 		       atomic64_read(&set->gc_runs), bch_hit_ratio(st),
 		       atomic64_read(&st->filled), atomic64_read(&st->retries),
 		       atomic64_read(&st->cache_errors));
-		DMEMIT(" 5 sequential_cutoff %llu cache_priority_initial %u cache_priority_hit %u cache_priority_seek %u cache_priority_rescale %llu",
-		       READ_ONCE(bt->seq.cutoff) << SECTOR_SHIFT,
-		       set->prio.initial, set->prio.hit, set->prio.seek,
-		       set->prio.rescale);
+		DMEMIT(" 5 sequential_cutoff %llu",
+		       READ_ONCE(bt->seq.cutoff) << SECTOR_SHIFT);
+		DMEMIT(" cache_priority_initial %u cache_priority_hit %u",
+		       set->prio.initial, set->prio.hit);
+		DMEMIT(" cache_priority_seek %u cache_priority_rescale %llu",
+		       set->prio.seek, set->prio.rescale);
 		break;
 	case STATUSTYPE_TABLE:
 		DMEMIT("%s %s", bt->cache_dev->name, bt->origin_dev->name);

@@ -7,7 +7,7 @@
 
 #define BCH_TRACK_REGION_SHIFT	10	/* 512 KiB regions of the origin */
 #define BCH_TRACK_BITS		10
-#define BCH_TRACK_SLOTS		(1U << BCH_TRACK_BITS)
+#define BCH_TRACK_SLOTS		BIT(BCH_TRACK_BITS)
 #define BCH_TRACK_MAX_REGIONS	16	/* larger ranges are never cached */
 
 /*
@@ -15,7 +15,7 @@
  * small hash (collisions only make the check more conservative).
  */
 struct bch_track {
-	spinlock_t	lock;
+	spinlock_t	lock;		/* taken from bio completion too */
 	u32		started[BCH_TRACK_SLOTS];
 	u32		done[BCH_TRACK_SLOTS];
 };
