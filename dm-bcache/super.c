@@ -304,6 +304,31 @@ out:
 	return set;
 }
 
+/*
+ * Is @origin cached by a device other than @md, in any cache set? Writes
+ * through one device would leave the other's cached data stale.
+ */
+bool bch_origin_busy(dev_t origin, struct mapped_device *md)
+{
+	struct bch_cache_set *set;
+	bool busy = false;
+	unsigned int i;
+
+	mutex_lock(&bch_sets_lock);
+	list_for_each_entry(set, &bch_cache_sets, list) {
+		mutex_lock(&set->lock);
+		for (i = 0; i < BCH_UUID_SLOTS; i++) {
+			struct bch_slot *s = &set->slots[i];
+
+			if (s->holders && s->origin == origin && s->md != md)
+				busy = true;
+		}
+		mutex_unlock(&set->lock);
+	}
+	mutex_unlock(&bch_sets_lock);
+	return busy;
+}
+
 void bch_set_put(struct bch_cache_set *set)
 {
 	if (!refcount_dec_and_mutex_lock(&set->ref, &bch_sets_lock))

@@ -140,6 +140,12 @@ static int bch_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	r = bch_parse_opts(&as, &args, &ti->error);
 	if (r)
 		goto bad;
+	if (bch_origin_busy(bt->origin_dev->bdev->bd_dev,
+			    dm_table_get_md(ti->table))) {
+		ti->error = "origin is already cached by another device";
+		r = -EBUSY;
+		goto bad;
+	}
 	bt->persistent = args.has_uuid;
 
 	set = bch_set_get(ti, bt->cache_dev->bdev, &ti->error);

@@ -30,6 +30,12 @@ check "b was served from the cache" test "$(dmb_stat b read_hits)" -gt 1000
 check_fails "same origin_uuid on another device is refused while in use" \
 	dmb_create x "$cache" "$(disk o3)" origin_uuid 11111111-1111-4111-8111-111111111111
 dmsetup remove x 2>/dev/null
+check_fails "a second device over o1 (ephemeral slot) is refused" dmb_create y "$cache" "$o1"
+dmsetup remove y 2>/dev/null
+check "o3 formatted as a second cache" make-bcache -q "$(disk o3)"
+check_fails "o1 under a second cache set is refused" dmb_create z "$(disk o3)" "$o1"
+dmsetup remove z 2>/dev/null
+check "the refusals are logged" dmesg_has "origin is already cached by another device"
 check "a equals o1" dmb_same /dev/mapper/a "$o1"
 check "b equals o2" dmb_same /dev/mapper/b "$o2"
 check "remove a" dmb_remove a
