@@ -27,10 +27,9 @@ initramfs: all
 test: initramfs
 	tests/run $(if $(T),$(T))
 
+# Only the host-side suites (tests/host), no QEMU.
 unit: tools
-	$(MAKE) -C bcache-tools check
-	$(MAKE) -C dm-bcache/tests check
-	tests/tools/selftest.sh
+	tests/run 'host-*'
 
 checkpatch:
 	vm/checkpatch.sh

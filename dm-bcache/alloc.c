@@ -59,6 +59,7 @@ static void bch_bucket_invalidate(struct bch_cache_set *set, u64 i)
 	else if (b->state == BCH_B_BTREE)
 		set->nr_btree--;
 	WRITE_ONCE(b->gen, b->gen + 1);
+	atomic64_inc(&set->invalidations);
 	/*
 	 * The new gen must be visible before the bucket can be handed out
 	 * and rewritten: pairs with the smp_rmb() in bch_ptr_stale().

@@ -114,6 +114,7 @@ struct bch_cache_set {
 	struct work_struct	rescale_work;
 	struct work_struct	uuid_work;
 	atomic64_t		gc_runs;
+	atomic64_t		invalidations;	/* gen bumps */
 };
 
 /* Counters shown by the status line. */

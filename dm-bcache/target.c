@@ -211,11 +211,12 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 		       0ULL, "writethrough", bt->slot,
 		       set->uuids[bt->slot].uuid,
 		       bt->cache_failed ? "failed" : "ok");
-		DMEMIT(" %u %llu %lld %u %lld %lld %lld",
+		DMEMIT(" %u %llu %lld %u %lld %lld %lld %lld",
 		       bch_btree_depth(&set->btree), bch_btree_nodes(&set->btree),
 		       atomic64_read(&set->gc_runs), bch_hit_ratio(st),
 		       atomic64_read(&st->filled), atomic64_read(&st->retries),
-		       atomic64_read(&st->cache_errors));
+		       atomic64_read(&st->cache_errors),
+		       atomic64_read(&set->invalidations));
 		DMEMIT(" 5 sequential_cutoff %llu",
 		       READ_ONCE(bt->seq.cutoff) << SECTOR_SHIFT);
 		DMEMIT(" cache_priority_initial %u cache_priority_hit %u",

@@ -37,7 +37,7 @@ dmb_remove() {
 DMB_FIELDS="version block_size bucket_size buckets read_hits read_misses
 write_hits write_misses bypassed dirty mode slot origin_uuid state
 btree_depth btree_nodes gc_runs hit_ratio filled_sectors retries
-cache_errors"
+cache_errors invalidations"
 
 dmb_stat() {
 	local i=4 f
