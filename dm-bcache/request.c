@@ -328,7 +328,12 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	return DM_MAPIO_REMAPPED;
 }
 
-/* Punch [sector, +sectors) out of the index; drop the origin if we can't. */
+/*
+ * Punch [sector, +sectors) out of the index; drop the origin if we can't.
+ * Called after the write was counted in by track.c: a fill that has not
+ * inserted yet will fail its check, and one that has is seen by the
+ * lookup, so nothing cached is missed by looking under the read lock.
+ */
 static bool bch_punch(struct bch_target *bt, u32 inode, u64 sector,
 		      u32 sectors)
 {
@@ -340,22 +345,26 @@ static bool bch_punch(struct bch_target *bt, u32 inode, u64 sector,
 		.flags	= BCH_KEY_HOLE,
 	};
 	struct bch_bkey k;
-	bool was_cached;
+	bool cached;
 
 	if (inode == BCH_INODE_NONE)
 		return false;
+	down_read(&set->btree_lock);
+	cached = bch_btree_lookup(&set->btree, inode, sector, sector + sectors,
+				  &k) || k.size < sectors;
+	up_read(&set->btree_lock);
+	if (!cached)
+		return false;
+
 	down_write(&set->btree_lock);
-	was_cached = bch_btree_lookup(&set->btree, inode, sector,
-				      sector + sectors, &k) ||
-		     k.size < sectors;
-	if (was_cached && bch_btree_insert(&set->btree, &hole)) {
+	if (bch_btree_insert(&set->btree, &hole)) {
 		/* Nothing stale may survive: drop the whole origin. */
 		DMWARN_LIMIT("%s: index insert failed: invalidating slot %u",
 			     set->name, bt->slot);
 		bch_slot_invalidate_nowait(set, bt->slot);
 	}
 	up_write(&set->btree_lock);
-	return was_cached;
+	return true;
 }
 
 static void bch_cache_write_endio(struct bio *clone)

@@ -47,4 +47,5 @@ check "reread of overwritten range verifies" fio --name=o --filename=/dev/mapper
 	--direct=1 --output=/tmp/o2
 check "whole device still equals the origin" dmb_same /dev/mapper/c "$origin"
 info "status: $(dmsetup status c)"
+info "table: $(dmsetup table c)"
 check "remove" dmb_remove c
