@@ -115,7 +115,14 @@ struct bch_cache_set {
 	struct work_struct	uuid_work;
 	atomic64_t		gc_runs;
 	atomic64_t		invalidations;	/* gen bumps */
+
+	/* Cache device errors: past a point, every IO bypasses the cache. */
+	atomic_t		io_errors;
+	bool			failed;
 };
+
+/* Read errors tolerated (each retried from the origin) before failing. */
+#define BCH_READ_ERRORS_MAX	8
 
 /* Counters shown by the status line. */
 struct bch_stats {
@@ -136,7 +143,6 @@ struct bch_target {
 	struct bch_cache_set	*set;
 	unsigned int		slot;
 	bool			persistent;	/* origin_uuid given */
-	bool			cache_failed;
 	struct bch_seq		seq;
 	struct bio_set		bs;		/* clones of cached writes */
 	atomic_t		fills;		/* in flight */
@@ -192,6 +198,14 @@ void bch_gc_init(struct bch_cache_set *set);
 int bch_gc_run(struct bch_cache_set *set);
 int bch_gc_initial(struct bch_cache_set *set);
 bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k);
+
+/* super.c: callable from bio completion */
+void bch_cache_io_error(struct bch_cache_set *set, bool write);
+
+static inline bool bch_cache_failed(struct bch_cache_set *set)
+{
+	return READ_ONCE(set->failed);
+}
 
 /* request.c */
 size_t bch_io_size(void);

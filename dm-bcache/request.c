@@ -171,11 +171,13 @@ static void bch_fill_work(struct work_struct *work)
 		}
 		r = submit_bio_wait(bio);
 		bio_put(bio);
+		if (r) {
+			atomic64_inc(&bt->stats.cache_errors);
+			bch_cache_io_error(set, true);
+		}
 
 		down_write(&set->btree_lock);
-		if (r)
-			atomic64_inc(&bt->stats.cache_errors);
-		else
+		if (!r)
 			r = bch_index(bt, f->inode, f->sector + done, got, ptr,
 				      gen, f->snap);
 		bch_index_done(bt, ptr, got, r);
@@ -194,7 +196,8 @@ static struct bch_fill *bch_fill_alloc(struct bch_target *bt, u32 sectors,
 	unsigned int nr = DIV_ROUND_UP(sectors, PAGE_SECTORS), i;
 	struct bch_fill *f;
 
-	if (atomic_inc_return(&bt->fills) > BCH_FILLS_MAX)
+	if (atomic_inc_return(&bt->fills) > BCH_FILLS_MAX ||
+	    bch_cache_failed(bt->set))
 		goto busy;
 	f = kzalloc(struct_size(f, pages, nr), gfp);
 	if (!f)
@@ -287,7 +290,7 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	int hit;
 
 	io->inode = bch_slot_inode(set, bt->slot);
-	if (io->inode == BCH_INODE_NONE) {
+	if (io->inode == BCH_INODE_NONE || bch_cache_failed(set)) {
 		atomic64_inc(&bt->stats.bypassed);
 		bch_remap_origin(bt, bio);
 		return DM_MAPIO_REMAPPED;
@@ -302,7 +305,7 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	}
 	io->iter = bio->bi_iter;
 	/* After the split: the rest comes back as a bio of its own. */
-	bypass = bch_seq_bypass(&bt->seq, sector, sectors) || bt->cache_failed;
+	bypass = bch_seq_bypass(&bt->seq, sector, sectors);
 
 	if (hit) {
 		io->kind = BCH_IO_HIT;
@@ -424,7 +427,7 @@ static int bch_map_write(struct bch_target *bt, struct bio *bio,
 	else
 		atomic64_inc(&bt->stats.write_misses);
 
-	cache = bio_op(bio) == REQ_OP_WRITE && alone && !bt->cache_failed &&
+	cache = bio_op(bio) == REQ_OP_WRITE && alone && !bch_cache_failed(set) &&
 		sectors <= BCH_FILL_MAX_SECTORS &&
 		bch_aligned(bt, sector, sectors);
 	if (cache && bypass) {
@@ -476,8 +479,10 @@ static void bch_write_done(struct bch_target *bt, struct bch_io *io,
 	bch_track_write_end(bch_track_of(bt), io->iter.bi_sector, sectors);
 	if (io->kind != BCH_IO_WRITE_CACHED)
 		return;
-	if (io->cache_error)
+	if (io->cache_error) {
 		atomic64_inc(&bt->stats.cache_errors);
+		bch_cache_io_error(set, true);
+	}
 	if (!error && !io->cache_error)
 		f = bch_fill_alloc(bt, 0, GFP_ATOMIC | __GFP_NOWARN);
 	if (!f) {
@@ -502,8 +507,10 @@ int bch_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
 
 	switch (io->kind) {
 	case BCH_IO_HIT:
-		if (*error)
+		if (*error) {
 			atomic64_inc(&bt->stats.cache_errors);
+			bch_cache_io_error(bt->set, false);
+		}
 		if (*error || bch_ptr_stale(bt->set, io->ptr, io->gen)) {
 			atomic64_inc(&bt->stats.retries);
 			bch_retry_from_origin(bt, bio, io);

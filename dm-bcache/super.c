@@ -46,6 +46,23 @@ int bch_meta_io(struct bch_cache_set *set, blk_opf_t opf, sector_t sector,
 	return r;
 }
 
+/*
+ * The cache device returned an error. A writethrough cache loses nothing
+ * by going around a failing device, so after a write error, or a few read
+ * errors, every IO of the set bypasses it. The index is kept (memory only)
+ * but never trusted again: the set is not closed cleanly.
+ */
+void bch_cache_io_error(struct bch_cache_set *set, bool write)
+{
+	int n = atomic_inc_return(&set->io_errors);
+
+	if (bch_cache_failed(set) || (!write && n < BCH_READ_ERRORS_MAX))
+		return;
+	WRITE_ONCE(set->failed, true);
+	DMERR("%s: cache device failing (%d errors): all IO bypasses it now",
+	      set->name, n);
+}
+
 static u32 bch_sb_csum(const struct bch_sb_disk *sb)
 {
 	return bch_crc32c((const u8 *)sb + sizeof(sb->csum),
@@ -260,7 +277,7 @@ static void bch_set_close(struct bch_cache_set *set)
 	cancel_work_sync(&set->rescale_work);
 	cancel_work_sync(&set->uuid_work);
 
-	r = bch_index_close(set);
+	r = bch_cache_failed(set) ? -EIO : bch_index_close(set);
 	mutex_lock(&set->lock);
 	if (!r)
 		r = bch_prios_write(set);

@@ -176,6 +176,13 @@ static void bch_postsuspend(struct dm_target *ti)
 	bch_wait_fills(ti->private);
 }
 
+static const char *bch_cache_state(struct bch_cache_set *set)
+{
+	if (bch_cache_failed(set))
+		return "failed";
+	return atomic_read(&set->io_errors) ? "degraded" : "ok";
+}
+
 static unsigned int bch_hit_ratio(struct bch_stats *st)
 {
 	u64 hits = atomic64_read(&st->read_hits);
@@ -209,8 +216,7 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 		       atomic64_read(&st->write_misses),
 		       atomic64_read(&st->bypassed),
 		       0ULL, "writethrough", bt->slot,
-		       set->uuids[bt->slot].uuid,
-		       bt->cache_failed ? "failed" : "ok");
+		       set->uuids[bt->slot].uuid, bch_cache_state(set));
 		DMEMIT(" %u %llu %lld %u %lld %lld %lld %lld",
 		       bch_btree_depth(&set->btree), bch_btree_nodes(&set->btree),
 		       atomic64_read(&set->gc_runs), bch_hit_ratio(st),
