@@ -345,10 +345,13 @@ int main(int argc, char **argv)
 	if (bch_uuid_generate(sb.uuid) ||
 	    write_prios(&dev, &sb, &csum))
 		goto err;
+	/* Both copies are written alike: either can be fallen back to. */
 	sb.prio_csum = htole32(csum);
+	sb.prio_csum_other = sb.prio_csum;
 	if (write_uuids(&dev, &sb, &csum))
 		goto err;
 	sb.uuid_csum = htole32(csum);
+	sb.uuid_csum_other = sb.uuid_csum;
 
 	/* The superblock must never reach the disk before what it names. */
 	if (bch_dev_sync(&dev))

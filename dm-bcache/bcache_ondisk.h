@@ -26,7 +26,8 @@
  * Conventions:
  * - every checksum is standard CRC-32C: ~crc32c(~0, data, len);
  * - prio_csum and uuid_csum cover the whole copy, prio_sectors or
- *   uuid_sectors long, zero tail included;
+ *   uuid_sectors long, zero tail included; the *_csum_other fields are
+ *   those of the other copy, so a bad current copy can fall back to it;
  * - first_bucket is exactly bch_first_bucket(nbuckets, bucket_size);
  * - a btree_root with size 0 means no index has been written;
  * - reserved bytes are written as zero.
@@ -125,7 +126,11 @@ struct bch_sb_disk {
 	__le32	btree_level;
 	__le32	btree_pad;
 
-	__u8	reserved[BCH_SB_SIZE - 248];
+	/* Checksums of the copies that are not current (the previous ones). */
+	__le32	prio_csum_other;
+	__le32	uuid_csum_other;
+
+	__u8	reserved[BCH_SB_SIZE - 256];
 } __packed;
 
 /* One entry per bucket, on disk next to the superblock. */

@@ -29,16 +29,23 @@ int bch_prios_read(struct bch_cache_set *set, char **error)
 	if (!set->buckets || !set->prio_buf)
 		return -ENOMEM;
 
-	r = bch_meta_io(set, REQ_OP_READ, le64_to_cpu(sb->prio_offset[cur]),
-			set->prio_buf, bch_prio_bytes(set));
-	if (r) {
+	r = bch_meta_read_copy(set, sb->prio_offset, cur, sb->prio_csum,
+			       sb->prio_csum_other, set->prio_buf,
+			       bch_prio_bytes(set));
+	if (r == -EIO) {
 		*error = "cannot read the bucket array";
 		return r;
 	}
-	if (bch_crc32c(set->prio_buf, bch_prio_bytes(set)) !=
-	    le32_to_cpu(sb->prio_csum)) {
+	if (r == -EINVAL) {
 		*error = "bucket array checksum mismatch";
-		return -EINVAL;
+		return r;
+	}
+	if (r == 1) {
+		DMWARN("%s: current bucket array is bad: using the other copy",
+		       set->name);
+		set->meta_fallback = true;
+		sb->prio_current = cpu_to_le32(!cur);
+		swap(sb->prio_csum, sb->prio_csum_other);
 	}
 
 	d = set->prio_buf;
@@ -78,6 +85,7 @@ int bch_prios_write(struct bch_cache_set *set)
 	if (r)
 		return r;
 	sb->prio_current = cpu_to_le32(next);
+	sb->prio_csum_other = sb->prio_csum;
 	sb->prio_csum = cpu_to_le32(bch_crc32c(set->prio_buf,
 					       bch_prio_bytes(set)));
 	return bch_sb_write(set);

@@ -63,6 +63,28 @@ void bch_cache_io_error(struct bch_cache_set *set, bool write)
 	      set->name, n);
 }
 
+/*
+ * Read copy @cur of a two-copy metadata area into @buf and check it.
+ * Returns 0 if it is good, 1 if it is bad but the other copy is good (now
+ * in @buf), -EINVAL if neither is, -EIO if the device cannot be read.
+ */
+int bch_meta_read_copy(struct bch_cache_set *set, const __le64 *offset,
+		       unsigned int cur, __le32 csum, __le32 csum_other,
+		       void *buf, size_t len)
+{
+	int r;
+
+	r = bch_meta_io(set, REQ_OP_READ, le64_to_cpu(offset[cur]), buf, len);
+	if (r)
+		return -EIO;
+	if (bch_crc32c(buf, len) == le32_to_cpu(csum))
+		return 0;
+	r = bch_meta_io(set, REQ_OP_READ, le64_to_cpu(offset[!cur]), buf, len);
+	if (r)
+		return -EIO;
+	return bch_crc32c(buf, len) == le32_to_cpu(csum_other) ? 1 : -EINVAL;
+}
+
 static u32 bch_sb_csum(const struct bch_sb_disk *sb)
 {
 	return bch_crc32c((const u8 *)sb + sizeof(sb->csum),
@@ -234,6 +256,8 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 	if (!clean)
 		DMWARN("%s: cache was not shut down cleanly: cached data invalidated",
 		       set->name);
+	/* An older copy of the metadata goes with no index: start cold. */
+	clean = clean && !set->meta_fallback;
 	/* Before the index is counted, so dropped origins count as dead. */
 	bch_uuids_recover(set, clean);
 	r = bch_index_open(set, clean, &lost);

@@ -36,16 +36,23 @@ int bch_uuids_read(struct bch_cache_set *set, char **error)
 	set->uuids = kvmalloc(bch_uuid_bytes(set), GFP_KERNEL);
 	if (!set->uuids)
 		return -ENOMEM;
-	r = bch_meta_io(set, REQ_OP_READ, le64_to_cpu(sb->uuid_offset[cur]),
-			set->uuids, bch_uuid_bytes(set));
-	if (r) {
+	r = bch_meta_read_copy(set, sb->uuid_offset, cur, sb->uuid_csum,
+			       sb->uuid_csum_other, set->uuids,
+			       bch_uuid_bytes(set));
+	if (r == -EIO) {
 		*error = "cannot read the UUID table";
 		return r;
 	}
-	if (bch_crc32c(set->uuids, bch_uuid_bytes(set)) !=
-	    le32_to_cpu(sb->uuid_csum)) {
+	if (r == -EINVAL) {
 		*error = "UUID table checksum mismatch";
-		return -EINVAL;
+		return r;
+	}
+	if (r == 1) {
+		DMWARN("%s: current UUID table is bad: using the other copy",
+		       set->name);
+		set->meta_fallback = true;
+		sb->uuid_current = cpu_to_le32(!cur);
+		swap(sb->uuid_csum, sb->uuid_csum_other);
 	}
 	return 0;
 }
@@ -62,6 +69,7 @@ int bch_uuids_write(struct bch_cache_set *set)
 	if (r)
 		return r;
 	sb->uuid_current = cpu_to_le32(next);
+	sb->uuid_csum_other = sb->uuid_csum;
 	sb->uuid_csum = cpu_to_le32(bch_crc32c(set->uuids,
 					       bch_uuid_bytes(set)));
 	return bch_sb_write(set);

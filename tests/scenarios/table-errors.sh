@@ -47,9 +47,18 @@ bad "cache smaller than its superblock" "smaller than its superblock says" "0 $l
 check "copy the cache" dd if="$cache" of="$blank" bs=1M conv=fsync
 printf 'X' | dd of="$blank" bs=1 seek=$((4096 + 200)) conv=notrunc,fsync 2>/dev/null
 bad "flipped superblock byte" "checksum mismatch" "0 $len bcache $blank $origin"
+# Bucket array copies at sectors 16 and 24 (8 sectors each, 128 buckets).
 check "copy the cache again" dd if="$cache" of="$blank" bs=1M conv=fsync
 printf 'Y' | dd of="$blank" bs=1 seek=$((8192 + 16)) conv=notrunc,fsync 2>/dev/null
-bad "corrupted bucket array" "bucket array checksum mismatch" "0 $len bcache $blank $origin"
+printf 'Y' | dd of="$blank" bs=1 seek=$((12288 + 16)) conv=notrunc,fsync 2>/dev/null
+bad "both bucket array copies corrupted" "bucket array checksum mismatch" "0 $len bcache $blank $origin"
+check "copy the cache once more" dd if="$cache" of="$blank" bs=1M conv=fsync
+printf 'Y' | dd of="$blank" bs=1 seek=$((8192 + 16)) conv=notrunc,fsync 2>/dev/null
+dmesg -c >/dev/null
+check "one bad bucket array copy: attaches from the other" dmb_create fb "$blank" "$origin"
+check "using the other copy, logged" dmesg_has "using the other copy"
+check "and it reads the origin" dmb_same /dev/mapper/fb "$origin"
+check "remove it" dmb_remove fb
 check "wipe the tiny device" dd if=/dev/zero of="$small" bs=1M count=8 conv=fsync
 check "brd with a 4 KiB disk" modprobe brd rd_nr=1 rd_size=4
 bad "cache smaller than a superblock" "too small to hold a superblock" "0 $len bcache /dev/ram0 $origin"

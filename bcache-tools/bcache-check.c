@@ -1,0 +1,908 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bcache-check: offline consistency check (and careful repair) of a
+ * dm-bcache cache device.
+ *
+ * Checked: the superblock, the current copy of the bucket array and of
+ * the UUID table (the other copies have no checksum: they are only
+ * reported), and, after a clean shutdown, the whole index, loaded with
+ * the kernel's own btree code. A repair never guesses: what cannot be
+ * trusted is invalidated, with the two-copy discipline of the kernel
+ * (write the copy that is not current, flush, then the superblock).
+ *
+ * Exit status: 0 consistent, 1 inconsistencies found (repaired or not),
+ * 2 usage, 3 the device cannot be read or is not a dm-bcache device.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "index.h"
+
+#define PROG "bcache-check"
+
+#define EXIT_CLEAN	0
+#define EXIT_PROBLEMS	1
+#define EXIT_USAGE	2
+#define EXIT_UNREADABLE	3
+
+/* Problems of one kind printed before "... and N more" (-v: all). */
+#define PRINT_LIMIT	10
+
+struct kind {
+	const char	*what;
+	unsigned int	n;
+};
+
+static struct kind k_sb = { .what = "superblock problems" };
+static struct kind k_prio = { .what = "bucket array problems" };
+static struct kind k_uuid = { .what = "UUID table problems" };
+static struct kind k_node = { .what = "index node problems" };
+static struct kind k_key = { .what = "index key problems" };
+static struct kind k_data = { .what = "cache space problems" };
+
+static struct {
+	bool	quiet, verbose, repair;
+	unsigned int errors;
+
+	/* what a repair has to do, or why it must not */
+	bool	sb_bad;		/* not repairable */
+	bool	incomplete;	/* out of memory: not repairable */
+	bool	uuid_bad;	/* not repairable */
+	bool	prio_bad;	/* the current bucket array copy is untrusted */
+	bool	other_prio_ok;	/* the other copy is structurally sound */
+	bool	index_present;	/* clean, with a root */
+	bool	index_bad;	/* the index must be dropped */
+} S;
+
+__printf(1, 2) static void info(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (S.quiet)
+		return;
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+__printf(1, 2) static void note(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (S.quiet)
+		return;
+	fputs("note: ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+__printf(2, 3) static void problem(struct kind *k, const char *fmt, ...)
+{
+	va_list ap;
+
+	S.errors++;
+	if (S.quiet || (++k->n > PRINT_LIMIT && !S.verbose))
+		return;
+	fputs("error: ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+static void kind_summary(const struct kind *k)
+{
+	if (!S.quiet && !S.verbose && k->n > PRINT_LIMIT)
+		printf("error: ... and %u more %s\n", k->n - PRINT_LIMIT, k->what);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " [-r] [-v] [-q] <device>\n"
+		"Check a dm-bcache cache device that no table is using.\n\n"
+		"  -r, --repair   invalidate what cannot be trusted (never guesses)\n"
+		"  -v, --verbose  print every problem and more detail\n"
+		"  -q, --quiet    print nothing; the exit status tells\n"
+		"  -h, --help     show this help\n\n"
+		"Exit status: 0 consistent, 1 inconsistencies found (or repaired),\n"
+		"2 usage error, 3 unreadable or not a dm-bcache cache device.\n");
+}
+
+static void format_size(u64 bytes, char *buf)
+{
+	bch_format_size(bytes, buf);
+}
+
+/* The superblock. */
+
+/*
+ * Read and validate as bcache-super-show does. A superblock that only
+ * fails because of its btree root is still usable: the index is then bad.
+ */
+static int open_cache(struct bch_cache *c, const char *path)
+{
+	struct bch_sb_disk tmp;
+	char why[256];
+
+	memset(c, 0, sizeof(*c));
+	if (bch_dev_open(&c->dev, path, S.repair))
+		return -1;
+	if (bch_sb_read(&c->dev, &c->sb))
+		goto bad;
+	if (!bch_sb_validate(&c->sb, c->dev.size >> BCH_SECTOR_SHIFT)) {
+		bch_cache_sb_fields(c);
+		return 0;
+	}
+	snprintf(why, sizeof(why), "%s", bch_strerror());
+	tmp = c->sb;
+	memset(&tmp.btree_root, 0, sizeof(tmp.btree_root));
+	tmp.btree_level = 0;
+	tmp.csum = htole32(bch_sb_csum(&tmp));
+	if (le32toh(c->sb.csum) == bch_sb_csum(&c->sb) &&
+	    !bch_sb_validate(&tmp, c->dev.size >> BCH_SECTOR_SHIFT)) {
+		bch_cache_sb_fields(c);
+		problem(&k_node, "superblock: %s", why);
+		S.index_bad = true;
+		return 0;
+	}
+	bch_err("%s", why);
+bad:
+	snprintf(why, sizeof(why), "%s", bch_strerror());
+	bch_err("%s: %s", path, why);
+	bch_dev_close(&c->dev);
+	return -1;
+}
+
+/* What the kernel refuses beyond what the tools' validation does. */
+static void check_sb(struct bch_cache *c)
+{
+	const struct bch_sb_disk *sb = &c->sb;
+	u64 prio = bch_prio_sectors(c->nbuckets), uuid = bch_uuid_sectors();
+	u64 flags = le64toh(sb->flags);
+	char set[BCH_UUID_STR_LEN], bucket[BCH_SIZE_STR_LEN], block[BCH_SIZE_STR_LEN];
+	size_t i;
+
+	bch_uuid_format(sb->set_uuid, set);
+	format_size((u64)c->bucket_size << BCH_SECTOR_SHIFT, bucket);
+	format_size((u64)c->block_size << BCH_SECTOR_SHIFT, block);
+	info("superblock: ok: version %u, cache set %s, %llu data buckets of %s, blocks of %s",
+	     le32toh(sb->version), set, (unsigned long long)(c->nbuckets - c->first_bucket),
+	     bucket, block);
+
+	if (c->first_bucket != bch_first_bucket(c->nbuckets, c->bucket_size))
+		problem(&k_sb, "superblock: first bucket %llu, the kernel requires exactly %llu",
+			(unsigned long long)c->first_bucket,
+			(unsigned long long)bch_first_bucket(c->nbuckets, c->bucket_size));
+	if (le64toh(sb->prio_offset[0]) != BCH_META_START ||
+	    le64toh(sb->prio_offset[1]) != BCH_META_START + prio)
+		problem(&k_sb, "superblock: bucket array copies at sectors %llu and %llu, the kernel requires %u and %llu",
+			(unsigned long long)le64toh(sb->prio_offset[0]),
+			(unsigned long long)le64toh(sb->prio_offset[1]), BCH_META_START,
+			(unsigned long long)(BCH_META_START + prio));
+	if (le64toh(sb->uuid_offset[0]) != BCH_META_START + 2 * prio ||
+	    le64toh(sb->uuid_offset[1]) != BCH_META_START + 2 * prio + uuid)
+		problem(&k_sb, "superblock: UUID table copies at sectors %llu and %llu, the kernel requires %llu and %llu",
+			(unsigned long long)le64toh(sb->uuid_offset[0]),
+			(unsigned long long)le64toh(sb->uuid_offset[1]),
+			(unsigned long long)(BCH_META_START + 2 * prio),
+			(unsigned long long)(BCH_META_START + 2 * prio + uuid));
+	if (c->dev.blk && (c->block_size << BCH_SECTOR_SHIFT) < c->dev.lbs)
+		problem(&k_sb, "superblock: block size %u bytes is below the device's logical block size %u",
+			c->block_size << BCH_SECTOR_SHIFT, c->dev.lbs);
+	if (k_sb.n)
+		S.sb_bad = true;
+
+	if (flags & ~BCH_SB_CLEAN)
+		note("superblock: unknown flags 0x%llx", (unsigned long long)(flags & ~BCH_SB_CLEAN));
+	for (i = 0; i < sizeof(sb->reserved) && !sb->reserved[i]; i++)
+		;
+	if (i < sizeof(sb->reserved) || sb->btree_pad)
+		note("superblock: reserved bytes are not zero (written by a newer version?)");
+	if (!c->clean)
+		note("not shut down cleanly: the kernel will invalidate the cached data at the next attach");
+	else if (le32toh(sb->btree_root.size))
+		S.index_present = true;
+}
+
+/* The bucket array. */
+
+/* Problems of one copy; @report: as errors, else only counted. */
+static unsigned int scan_prio(struct bch_cache *c, const struct bch_bucket_disk *p,
+			      unsigned int copy, bool report)
+{
+	size_t entries = bch_prio_bytes(c) / sizeof(*p);
+	unsigned int bad = 0;
+	u64 i;
+
+	for (i = 0; i < entries; i++) {
+		bool meta = i < c->first_bucket;
+
+		if (i >= c->nbuckets) {
+			if (p[i].prio || p[i].gen || p[i].flags) {
+				bad++;
+				if (report)
+					problem(&k_prio, "bucket array copy %u: entry %llu past the last bucket is not zero",
+						copy, (unsigned long long)i);
+			}
+			continue;
+		}
+		if (p[i].flags & ~BCH_BUCKET_META) {
+			bad++;
+			if (report)
+				problem(&k_prio, "bucket array copy %u: bucket %llu has unknown flags 0x%x",
+					copy, (unsigned long long)i, p[i].flags);
+		}
+		if (meta != !!(p[i].flags & BCH_BUCKET_META)) {
+			bad++;
+			if (report)
+				problem(&k_prio, "bucket array copy %u: bucket %llu is %s a metadata bucket (first bucket %llu)",
+					copy, (unsigned long long)i, meta ? "not marked as" : "marked as",
+					(unsigned long long)c->first_bucket);
+		}
+	}
+	return bad;
+}
+
+static int check_prio(struct bch_cache *c)
+{
+	const struct bch_sb_disk *sb = &c->sb;
+	unsigned int cur = le32toh(sb->prio_current), other = !cur, bad;
+	struct bch_bucket_disk *p;
+	u32 csum;
+
+	csum = bch_csum(c->prio, bch_prio_bytes(c));
+	if (csum != le32toh(sb->prio_csum)) {
+		problem(&k_prio, "bucket array copy %u (current): checksum mismatch (stored 0x%08x, computed 0x%08x)",
+			cur, le32toh(sb->prio_csum), csum);
+		S.prio_bad = true;
+	} else if (scan_prio(c, c->prio, cur, true)) {
+		S.prio_bad = true;
+	} else {
+		info("bucket array: copy %u (current) ok: %llu buckets", cur,
+		     (unsigned long long)c->nbuckets);
+	}
+
+	p = bch_read_region(&c->dev, le64toh(sb->prio_offset[other]), le32toh(sb->prio_sectors));
+	if (!p)
+		return -1;
+	bad = scan_prio(c, p, other, false);
+	S.other_prio_ok = !bad;
+	if (bad && S.prio_bad)
+		note("bucket array: copy %u (previous) is not usable either: %u bad entries",
+		     other, bad);
+	else if (bad)
+		info("bucket array: copy %u (previous) would not be usable: %u bad entries",
+		     other, bad);
+	else if (S.prio_bad || S.verbose)
+		info("bucket array: copy %u (previous, no checksum is kept for it) looks sound", other);
+	free(p);
+	return 0;
+}
+
+/* The UUID table. */
+
+static void check_uuids(struct bch_cache *c)
+{
+	const struct bch_sb_disk *sb = &c->sb;
+	unsigned int cur = le32toh(sb->uuid_current), i, j, used = 0;
+	const u32 known = BCH_UUID_VALID | BCH_UUID_EPHEMERAL | BCH_UUID_ATTACHED |
+			  BCH_UUID_FINGERPRINT;
+	char s[BCH_UUID_STR_LEN];
+	u32 csum;
+
+	csum = bch_csum(c->uuids, bch_uuid_bytes(c));
+	if (csum != le32toh(sb->uuid_csum)) {
+		problem(&k_uuid, "UUID table copy %u (current): checksum mismatch (stored 0x%08x, computed 0x%08x)",
+			cur, le32toh(sb->uuid_csum), csum);
+		S.uuid_bad = true;
+		return;
+	}
+	for (i = 0; i < BCH_UUID_SLOTS; i++) {
+		const struct bch_uuid_disk *u = &c->uuids[i];
+		u32 flags = le32toh(u->flags), epoch = le32toh(u->epoch);
+		bool valid = flags & BCH_UUID_VALID;
+		bool persistent = valid && !(flags & BCH_UUID_EPHEMERAL);
+
+		bch_uuid_format(u->uuid, s);
+		if (flags & ~known)
+			problem(&k_uuid, "UUID slot %u: unknown flags 0x%x", i, flags & ~known);
+		if (epoch >= BCH_INODE_EPOCH_MAX)
+			problem(&k_uuid, "UUID slot %u: epoch %u is out of range (below %u)", i,
+				epoch, BCH_INODE_EPOCH_MAX);
+		if (!valid)
+			continue;
+		used++;
+		if (persistent && bch_uuid_is_nil(u->uuid))
+			problem(&k_uuid, "UUID slot %u: in use with the nil origin_uuid", i);
+		for (j = 0; persistent && j < i; j++) {
+			const struct bch_uuid_disk *v = &c->uuids[j];
+			u32 vf = le32toh(v->flags);
+
+			if ((vf & BCH_UUID_VALID) && !(vf & BCH_UUID_EPHEMERAL) &&
+			    !memcmp(u->uuid, v->uuid, 16))
+				problem(&k_uuid, "UUID slots %u and %u both hold origin_uuid %s",
+					j, i, s);
+		}
+		if (c->clean && (flags & BCH_UUID_ATTACHED))
+			note("UUID slot %u (%s) is marked attached on a cleanly shut down cache: the kernel will invalidate its data at the next attach",
+			     i, s);
+		if (S.verbose)
+			info("UUID slot %u: %s, epoch %u%s%s", i, s, epoch,
+			     flags & BCH_UUID_EPHEMERAL ? ", ephemeral" : "",
+			     flags & BCH_UUID_FINGERPRINT ? ", fingerprint" : "");
+	}
+	if (k_uuid.n)
+		S.uuid_bad = true;
+	else
+		info("UUID table: copy %u (current) ok: %u of %u slots in use", cur, used,
+		     BCH_UUID_SLOTS);
+}
+
+/* The index. */
+
+/* Dead keys seen, by (inode, end): btree.c asks about a key more than once. */
+struct seen {
+	u64		*tab;		/* (inode + 1) << 32 ... pairs: [2 * i], [2 * i + 1] */
+	size_t		size, used;	/* slots (a power of two) */
+};
+
+static u64 mix(u64 a, u64 b)
+{
+	u64 h = a * 0x9e3779b97f4a7c15ULL ^ b;
+
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	return h ^ (h >> 32);
+}
+
+/* 1 if new, 0 if seen before, -1 out of memory. */
+static int seen_add(struct seen *s, u32 inode, u64 end)
+{
+	u64 a = (u64)inode + 1;	/* 0 marks a free slot */
+	size_t i;
+
+	if (2 * (s->used + 1) > s->size) {
+		struct seen n = { .size = s->size ? 2 * s->size : 1024 };
+
+		n.tab = calloc(2 * n.size, sizeof(u64));
+		if (!n.tab)
+			return -1;
+		for (i = 0; i < s->size; i++)
+			if (s->tab[2 * i])
+				seen_add(&n, s->tab[2 * i] - 1, s->tab[2 * i + 1]);
+		free(s->tab);
+		*s = n;
+	}
+	for (i = mix(a, end) & (s->size - 1); s->tab[2 * i]; i = (i + 1) & (s->size - 1))
+		if (s->tab[2 * i] == a && s->tab[2 * i + 1] == end)
+			return 0;
+	s->tab[2 * i] = a;
+	s->tab[2 * i + 1] = end;
+	s->used++;
+	return 1;
+}
+
+struct extent {
+	u64	ptr;
+	u32	size;
+	u32	inode;
+	u64	end;
+};
+
+struct walk {
+	struct seen	dead;
+	u64		dead_by[BCH_KEY_NR_STATES];
+	u32		*live_sectors;	/* per bucket */
+	u8		*node;		/* per bucket: 1 = holds a node */
+	struct extent	*live;
+	size_t		nlive, live_size;
+	u64		live_total;
+	u64		nodes;
+	bool		oom;
+};
+
+static void key_where(const struct bch_bkey *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "slot %u epoch %u, sectors %llu-%llu", bch_inode_slot(k->inode),
+		 bch_inode_epoch(k->inode), (unsigned long long)bch_key_start(k),
+		 (unsigned long long)k->end);
+}
+
+static bool check_key_dead(struct bch_btree *b, const struct bch_bkey *k)
+{
+	struct bch_cache *c = bch_cache_of(b);
+	struct walk *w = c->arg;
+	enum bch_key_state st = bch_key_state(c, k);
+	const struct bch_uuid_disk *u;
+	char where[96];
+	int r;
+
+	if (st == BCH_KEY_LIVE)
+		return false;
+	r = seen_add(&w->dead, k->inode, k->end);
+	if (r < 0)
+		w->oom = true;
+	if (r <= 0)
+		return true;
+	w->dead_by[st]++;
+	key_where(k, where, sizeof(where));
+	if (st == BCH_KEY_DEAD_RANGE) {
+		problem(&k_key, "index key (%s) points at cache sector %llu, outside the data buckets",
+			where, (unsigned long long)k->ptr);
+		S.index_bad = true;
+	} else if (st == BCH_KEY_DEAD_FUTURE) {
+		u = &c->uuids[bch_inode_slot(k->inode)];
+		problem(&k_key, "index key (%s) is newer than its UUID slot (epoch %u): the UUID table is older than the index",
+			where, le32toh(u->epoch));
+		S.index_bad = true;
+	}
+	return true;
+}
+
+static int check_alloc(struct bch_btree *b, u64 *bucket, u8 *gen)
+{
+	(void)b;
+	(void)bucket;
+	(void)gen;
+	return -ENOSPC;		/* a check allocates nothing */
+}
+
+static void check_free(struct bch_btree *b, u64 bucket)
+{
+	(void)b;
+	(void)bucket;
+}
+
+static int check_io(struct bch_btree *b, bool write, u64 bucket, u32 offset, void *buf,
+		    u32 sectors)
+{
+	if (write)
+		return -EROFS;	/* a check writes nothing through the index */
+	return bch_index_io(b, false, bucket, offset, buf, sectors);
+}
+
+static const struct bch_btree_ops check_ops = {
+	.alloc		= check_alloc,
+	.free		= check_free,
+	.io		= check_io,
+	.key_dead	= check_key_dead,
+};
+
+static void bad_set(struct bch_cache *c, u64 bucket, unsigned int idx, unsigned int level)
+{
+	(void)c;
+	problem(&k_node, "index node in bucket %llu (level %u): set %u is corrupt (its keys are lost, older keys would show through)",
+		(unsigned long long)bucket, level, idx);
+	S.index_bad = true;
+}
+
+static void check_node(struct bch_cache *c, struct walk *w, const struct bch_bkey *k)
+{
+	u64 bucket = k->ptr / c->bucket_size;
+
+	w->nodes++;
+	if (bucket < c->first_bucket || bucket >= c->nbuckets) {
+		problem(&k_node, "index node at cache sector %llu is outside the data buckets",
+			(unsigned long long)k->ptr);
+		S.index_bad = true;
+		return;
+	}
+	if (c->prio[bucket].flags & BCH_BUCKET_META) {
+		problem(&k_node, "index node in bucket %llu, a metadata bucket",
+			(unsigned long long)bucket);
+		S.index_bad = true;
+	}
+	if (w->node[bucket]++) {
+		problem(&k_node, "bucket %llu holds two index nodes", (unsigned long long)bucket);
+		S.index_bad = true;
+	}
+	if (c->prio[bucket].gen != k->gen) {
+		problem(&k_node, "index node in bucket %llu has gen %u, the bucket array says %u",
+			(unsigned long long)bucket, k->gen, c->prio[bucket].gen);
+		S.index_bad = true;
+	}
+}
+
+static void check_live(struct bch_cache *c, struct walk *w, const struct bch_bkey *k)
+{
+	u64 bucket = k->ptr / c->bucket_size, off = k->ptr % c->bucket_size;
+	const struct bch_uuid_disk *u = &c->uuids[bch_inode_slot(k->inode)];
+	char where[96];
+
+	key_where(k, where, sizeof(where));
+	if (bch_key_state(c, k) != BCH_KEY_LIVE ||
+	    !(le32toh(u->flags) & BCH_UUID_VALID) || (le32toh(u->flags) & BCH_UUID_EPHEMERAL)) {
+		problem(&k_key, "index key (%s): live, but its UUID slot is not a valid persistent one",
+			where);
+		S.index_bad = true;
+		return;
+	}
+	if (c->prio[bucket].flags & BCH_BUCKET_META) {
+		problem(&k_key, "index key (%s) points into metadata bucket %llu", where,
+			(unsigned long long)bucket);
+		S.index_bad = true;
+	}
+	if (off + k->size > c->bucket_size) {
+		problem(&k_key, "index key (%s) at cache sector %llu crosses the end of bucket %llu",
+			where, (unsigned long long)k->ptr, (unsigned long long)bucket);
+		S.index_bad = true;
+	}
+	w->live_sectors[bucket] += k->size;
+	w->live_total += k->size;
+	if (w->nlive == w->live_size) {
+		size_t n = w->live_size ? 2 * w->live_size : 4096;
+		struct extent *e = realloc(w->live, n * sizeof(*e));
+
+		if (!e) {
+			w->oom = true;
+			return;
+		}
+		w->live = e;
+		w->live_size = n;
+	}
+	w->live[w->nlive++] = (struct extent){ k->ptr, k->size, k->inode, k->end };
+}
+
+static void walk_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_node, void *arg)
+{
+	struct bch_cache *c = bch_cache_of(b);
+
+	if (is_node)
+		check_node(c, arg, k);
+	else
+		check_live(c, arg, k);
+}
+
+static int cmp_extent(const void *l, const void *r)
+{
+	const struct extent *a = l, *b = r;
+
+	return a->ptr < b->ptr ? -1 : a->ptr > b->ptr;
+}
+
+/* After the walk: what needs every key seen. */
+static void check_space(struct bch_cache *c, struct walk *w)
+{
+	const struct extent *a, *b;
+	size_t i;
+	u64 n;
+
+	for (n = c->first_bucket; n < c->nbuckets; n++) {
+		if (w->node[n] && w->live_sectors[n]) {
+			problem(&k_data, "bucket %llu holds an index node and %u sectors of live data",
+				(unsigned long long)n, w->live_sectors[n]);
+			S.index_bad = true;
+		}
+	}
+	qsort(w->live, w->nlive, sizeof(*w->live), cmp_extent);
+	for (i = 1; i < w->nlive; i++) {
+		a = &w->live[i - 1];
+		b = &w->live[i];
+		if (a->ptr + a->size > b->ptr) {
+			problem(&k_data, "live keys (slot %u epoch %u, end %llu) and (slot %u epoch %u, end %llu) share cache sector %llu",
+				bch_inode_slot(a->inode), bch_inode_epoch(a->inode),
+				(unsigned long long)a->end, bch_inode_slot(b->inode),
+				bch_inode_epoch(b->inode), (unsigned long long)b->end,
+				(unsigned long long)b->ptr);
+			S.index_bad = true;
+		}
+	}
+}
+
+static void check_index(struct bch_cache *c)
+{
+	struct walk w = { 0 };
+	char sectors[BCH_SIZE_STR_LEN], dead[256];
+	size_t len = 0;
+	u64 used = 0, n, ndead = 0;
+	unsigned int i;
+	int r;
+
+	if (!c->clean) {
+		info("index: not checked: after an unclean shutdown none of it is used");
+		return;
+	}
+	if (!S.index_present) {
+		info("index: none (nothing is cached)");
+		return;
+	}
+	if (S.index_bad) {
+		info("index: not checked: its root is invalid");
+		return;
+	}
+	if (S.prio_bad) {
+		info("index: not checked: the bucket array it depends on cannot be trusted");
+		S.index_bad = true;
+		return;
+	}
+	if (S.uuid_bad) {
+		info("index: not checked: the UUID table it depends on cannot be trusted");
+		return;
+	}
+
+	w.live_sectors = calloc(c->nbuckets, sizeof(*w.live_sectors));
+	w.node = calloc(c->nbuckets, 1);
+	if (!w.live_sectors || !w.node) {
+		w.oom = true;
+		goto out;
+	}
+	c->arg = &w;
+	c->bad_set = bad_set;
+	r = bch_index_load(c, &check_ops);
+	if (r) {
+		if (r == -ENOMEM) {
+			w.oom = true;
+			goto out;
+		}
+		problem(&k_node, "index: cannot be loaded: %s", c->load_msg);
+		S.index_bad = true;
+		goto out;
+	}
+	/* GC compacts nodes in memory only: nothing is written. */
+	r = bch_btree_gc(&c->b, walk_fn, &w);
+	if (r) {
+		problem(&k_node, "index: walk failed: %s", strerror(-r));
+		S.index_bad = true;
+		goto out;
+	}
+	if (w.oom)
+		goto out;
+	check_space(c, &w);
+
+	for (n = c->first_bucket; n < c->nbuckets; n++)
+		used += !!w.live_sectors[n];
+	for (i = 0; i < BCH_KEY_NR_STATES; i++) {
+		if (i == BCH_KEY_LIVE || !w.dead_by[i])
+			continue;
+		ndead += w.dead_by[i];
+		len += snprintf(dead + len, sizeof(dead) - len, "%s%llu %s",
+				len ? ", " : "", (unsigned long long)w.dead_by[i],
+				bch_key_state_names[i] + 5);
+		if (len >= sizeof(dead))
+			len = sizeof(dead) - 1;
+	}
+	format_size(w.live_total << BCH_SECTOR_SHIFT, sectors);
+	info("index: %u level%s, %llu node%s, %zu live keys (%s in %llu buckets), %llu dead keys%s%s%s",
+	     bch_btree_depth(&c->b), bch_btree_depth(&c->b) == 1 ? "" : "s",
+	     (unsigned long long)w.nodes, w.nodes == 1 ? "" : "s", w.nlive, sectors,
+	     (unsigned long long)used, (unsigned long long)ndead, len ? " (" : "", dead,
+	     len ? ")" : "");
+out:
+	if (w.oom) {
+		problem(&k_node, "index: out of memory: not fully checked");
+		S.index_bad = false;	/* nothing known to be wrong: do not drop it */
+		S.incomplete = true;	/* ... nor repair anything else */
+	}
+	c->bad_set = NULL;
+	c->arg = NULL;
+	free(w.dead.tab);
+	free(w.live_sectors);
+	free(w.node);
+	free(w.live);
+}
+
+/* Repair. */
+
+/* As the kernel's bch_slot_bump_epoch(), freeing a slot that ran out. */
+static void bump_epoch(struct bch_uuid_disk *u)
+{
+	u32 epoch = le32toh(u->epoch);
+
+	if (epoch + 1 >= BCH_INODE_EPOCH_MAX) {
+		memset(u, 0, sizeof(*u));
+		u->epoch = htole32(epoch);
+		return;
+	}
+	u->epoch = htole32(epoch + 1);
+	u->flags &= ~htole32(BCH_UUID_FINGERPRINT);
+}
+
+static int write_region(struct bch_cache *c, const void *buf, size_t len, u64 sector)
+{
+	return bch_pwrite_all(&c->dev, buf, len, sector << BCH_SECTOR_SHIFT);
+}
+
+/* The new bucket array copy when neither is usable: no index, gens 0. */
+static struct bch_bucket_disk *fresh_prio(struct bch_cache *c)
+{
+	struct bch_bucket_disk *p = calloc(1, bch_prio_bytes(c));
+	u64 i;
+
+	for (i = 0; p && i < c->first_bucket; i++)
+		p[i].flags = BCH_BUCKET_META;
+	return p;
+}
+
+static int repair(struct bch_cache *c)
+{
+	struct bch_sb_disk sb = c->sb;
+	unsigned int pcur = le32toh(sb.prio_current), ucur = le32toh(sb.uuid_current), i;
+	bool drop = S.index_bad || (S.prio_bad && S.index_present);
+	struct bch_bucket_disk *fresh = NULL, *other = NULL;
+	struct bch_uuid_disk *uuids = NULL;
+	unsigned int bumped = 0;
+	int ret = -1;
+
+	if (S.uuid_bad) {
+		info("repair: refused: the UUID table is damaged and cannot be rebuilt (it is what tells the origins' data apart); nothing was written. Reformat the cache with make-bcache --wipe: the cache is writethrough, the origins hold all the data");
+		return -1;
+	}
+	if (S.sb_bad) {
+		info("repair: refused: the superblock problems above are not repairable; nothing was written");
+		return -1;
+	}
+	if (S.incomplete) {
+		info("repair: refused: the check could not finish; nothing was written");
+		return -1;
+	}
+	if (!S.prio_bad && !drop) {
+		info("repair: nothing to repair");
+		return 0;
+	}
+
+	if (S.prio_bad) {
+		if (S.other_prio_ok) {
+			other = bch_read_region(&c->dev, le64toh(sb.prio_offset[!pcur]),
+						le32toh(sb.prio_sectors));
+			if (!other)
+				goto fail;
+			sb.prio_csum = htole32(bch_csum(other, bch_prio_bytes(c)));
+		} else {
+			fresh = fresh_prio(c);
+			if (!fresh) {
+				bch_err("out of memory");
+				goto fail;
+			}
+			if (write_region(c, fresh, bch_prio_bytes(c),
+					 le64toh(sb.prio_offset[!pcur])))
+				goto fail;
+			sb.prio_csum = htole32(bch_csum(fresh, bch_prio_bytes(c)));
+		}
+		sb.prio_current = htole32(!pcur);
+	}
+	if (drop) {
+		uuids = malloc(bch_uuid_bytes(c));
+		if (!uuids) {
+			bch_err("out of memory");
+			goto fail;
+		}
+		memcpy(uuids, c->uuids, bch_uuid_bytes(c));
+		for (i = 0; i < BCH_UUID_SLOTS; i++) {
+			if (le32toh(uuids[i].flags) & BCH_UUID_VALID) {
+				bump_epoch(&uuids[i]);
+				bumped++;
+			}
+		}
+		if (write_region(c, uuids, bch_uuid_bytes(c), le64toh(sb.uuid_offset[!ucur])))
+			goto fail;
+		sb.uuid_current = htole32(!ucur);
+		sb.uuid_csum = htole32(bch_csum(uuids, bch_uuid_bytes(c)));
+		memset(&sb.btree_root, 0, sizeof(sb.btree_root));
+		sb.btree_level = 0;
+	}
+	/* What the superblock will name must be on the media first. */
+	if (bch_dev_sync(&c->dev))
+		goto fail;
+	sb.seq = htole64(le64toh(sb.seq) + 1);
+	sb.csum = htole32(bch_sb_csum(&sb));
+	if (bch_pwrite_all(&c->dev, &sb, sizeof(sb), BCH_SB_OFFSET) || bch_dev_sync(&c->dev))
+		goto fail;
+
+	if (S.prio_bad && S.other_prio_ok)
+		info("repair: switched to bucket array copy %u", !pcur);
+	else if (S.prio_bad)
+		info("repair: neither bucket array copy was usable: wrote a fresh one as copy %u",
+		     !pcur);
+	if (drop)
+		info("repair: dropped the index and invalidated the data of %u UUID slot%s (written as UUID table copy %u); the cache is writethrough: the origins hold all the data",
+		     bumped, bumped == 1 ? "" : "s", !ucur);
+	ret = 0;
+	goto out;
+fail:
+	info("repair: failed: %s", bch_strerror());
+out:
+	free(fresh);
+	free(other);
+	free(uuids);
+	return ret;
+}
+
+/* Is a block device held by someone (a dm table, a mount)? */
+static bool in_use(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (stat(path, &st) || !S_ISBLK(st.st_mode))
+		return false;
+	fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return false;
+	}
+	return errno == EBUSY;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "repair",	no_argument, NULL, 'r' },
+		{ "verbose",	no_argument, NULL, 'v' },
+		{ "quiet",	no_argument, NULL, 'q' },
+		{ "help",	no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	static const struct kind *kinds[] = { &k_sb, &k_prio, &k_uuid, &k_node, &k_key, &k_data };
+	struct bch_cache c;
+	const char *path;
+	unsigned int i;
+	int opt, ret;
+
+	while ((opt = getopt_long(argc, argv, "rvqh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'r':
+			S.repair = true;
+			break;
+		case 'v':
+			S.verbose = true;
+			break;
+		case 'q':
+			S.quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_CLEAN;
+		default:
+			fprintf(stderr, "Try '" PROG " --help' for more information.\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, PROG ": %s\n", optind == argc ? "no device given" : "too many arguments");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (S.quiet)
+		S.verbose = false;
+	path = argv[optind];
+
+	if (open_cache(&c, path)) {
+		if (!S.quiet)
+			fprintf(stderr, PROG ": %s\n", bch_strerror());
+		return EXIT_UNREADABLE;
+	}
+	if (!S.repair && in_use(path))
+		note("%s is in use (by a dm-bcache table?): the check may see metadata change under it",
+		     path);
+
+	check_sb(&c);
+	if (bch_cache_read_meta(&c) || check_prio(&c)) {
+		if (!S.quiet)
+			fprintf(stderr, PROG ": %s\n", bch_strerror());
+		bch_cache_close(&c);
+		return EXIT_UNREADABLE;
+	}
+	check_uuids(&c);
+	check_index(&c);
+	for (i = 0; i < ARRAY_SIZE(kinds); i++)
+		kind_summary(kinds[i]);
+
+	ret = S.errors ? EXIT_PROBLEMS : EXIT_CLEAN;
+	if (!S.quiet)
+		printf("%s: %s\n", path, S.errors ? "inconsistent" : "consistent");
+	if (S.errors && S.repair)
+		repair(&c);
+	bch_cache_close(&c);
+	return ret;
+}

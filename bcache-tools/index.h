@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The index (dm-bcache/btree.c, bset.c) in userspace, for the tools that
+ * read or build it: bcache-check, bcache-dump and the test fixtures.
+ *
+ * A tool fills a struct bch_cache from the device (superblock, the current
+ * bucket array, the current UUID table), then loads the index with its own
+ * btree ops; bch_index_io() reads and writes node buckets on the device.
+ */
+#ifndef _BCACHE_TOOLS_INDEX_H
+#define _BCACHE_TOOLS_INDEX_H
+
+#include "bset.h"
+#include "lib.h"
+
+struct bch_cache {
+	struct bch_dev		dev;
+	struct bch_sb_disk	sb;
+	u32			block_size, bucket_size;	/* sectors */
+	u64			nbuckets, first_bucket;
+	bool			clean;
+
+	/* the copies the superblock names, read by bch_cache_read_meta() */
+	struct bch_bucket_disk	*prio;		/* prio_sectors long */
+	struct bch_uuid_disk	*uuids;		/* BCH_UUID_SLOTS */
+	bool			prio_csum_ok, uuid_csum_ok;
+
+	/* the index, once loaded */
+	struct bch_btree	b;
+	bool			loaded;
+	u8			*node_level;	/* per bucket: level + 1 of a node read */
+	char			load_msg[512];	/* what btree.c said on failure */
+	/*
+	 * Called while loading for a set that carries its node's seq, index
+	 * and level but fails its checksum: after a clean shutdown that is
+	 * corruption, not a torn write, and its keys are lost (btree.c stops
+	 * reading the node there, as it would for a torn set).
+	 */
+	void			(*bad_set)(struct bch_cache *c, u64 bucket,
+					   unsigned int idx, unsigned int level);
+	void			*arg;		/* the tool's */
+};
+
+/* What the kernel would make of a leaf key at the next attach. */
+enum bch_key_state {
+	BCH_KEY_LIVE,
+	BCH_KEY_DEAD_RANGE,	/* pointer outside the data buckets: corrupt */
+	BCH_KEY_DEAD_FUTURE,	/* epoch newer than its slot's: corrupt */
+	BCH_KEY_DEAD_STALE,	/* bucket generation moved on */
+	BCH_KEY_DEAD_EPOCH,	/* slot invalidated since */
+	BCH_KEY_DEAD_FREE,	/* slot not in use */
+	BCH_KEY_DEAD_EPHEMERAL,	/* slot freed at the next attach */
+	BCH_KEY_DEAD_ATTACHED,	/* slot invalidated at the next attach */
+	BCH_KEY_NR_STATES
+};
+
+extern const char * const bch_key_state_names[BCH_KEY_NR_STATES];
+
+static inline unsigned int bch_inode_slot(u32 inode)
+{
+	return inode & (BCH_UUID_SLOTS - 1);
+}
+
+static inline u32 bch_inode_epoch(u32 inode)
+{
+	return inode >> BCH_INODE_SLOT_BITS;
+}
+
+static inline struct bch_cache *bch_cache_of(struct bch_btree *b)
+{
+	return b->priv;
+}
+
+/* Byte size of one bucket array copy, and of one UUID table copy. */
+static inline size_t bch_prio_bytes(const struct bch_cache *c)
+{
+	return (size_t)le32toh(c->sb.prio_sectors) << BCH_SECTOR_SHIFT;
+}
+
+static inline size_t bch_uuid_bytes(const struct bch_cache *c)
+{
+	return (size_t)le32toh(c->sb.uuid_sectors) << BCH_SECTOR_SHIFT;
+}
+
+/* Open @path and load its superblock; -1 with bch_strerror() set. */
+int bch_cache_open(struct bch_cache *c, const char *path, bool rw);
+/* The fields above from c->sb, once the caller validated it. */
+void bch_cache_sb_fields(struct bch_cache *c);
+/* Read the current bucket array and UUID table copies and checksum them. */
+int bch_cache_read_meta(struct bch_cache *c);
+void bch_cache_close(struct bch_cache *c);
+
+/* A whole metadata region into a new buffer (free() it). */
+void *bch_read_region(struct bch_dev *dev, u64 sector, u64 sectors);
+
+enum bch_key_state bch_key_state(const struct bch_cache *c, const struct bch_bkey *k);
+
+void bch_key_from_disk(struct bch_bkey *k, const struct bch_bkey_disk *d);
+void bch_key_to_disk(struct bch_bkey_disk *d, const struct bch_bkey *k);
+
+/* ops->io for node buckets of c's device (write only if opened rw). */
+int bch_index_io(struct bch_btree *b, bool write, u64 bucket, u32 offset, void *buf,
+		 u32 sectors);
+/* Set up c->b with @ops (c as priv); then bch_btree_init() or _load(). */
+void bch_index_setup(struct bch_cache *c, const struct bch_btree_ops *ops);
+/*
+ * Load the index the superblock names: 0, or -errno with c->load_msg
+ * saying why (btree.c's own message when it gave one).
+ */
+int bch_index_load(struct bch_cache *c, const struct bch_btree_ops *ops);
+
+#endif /* _BCACHE_TOOLS_INDEX_H */
