@@ -137,6 +137,13 @@ struct bch_stats {
 	atomic64_t	cache_errors;
 };
 
+/* What is cached: writes are always punched out of the index. */
+enum bch_cache_mode {
+	BCH_MODE_WRITETHROUGH,	/* reads and writes */
+	BCH_MODE_WRITEAROUND,	/* reads only */
+	BCH_MODE_NONE,		/* nothing: every IO goes to the origin */
+};
+
 struct bch_target {
 	struct dm_target	*ti;
 	struct dm_dev		*cache_dev;
@@ -144,6 +151,7 @@ struct bch_target {
 	struct bch_cache_set	*set;
 	unsigned int		slot;
 	bool			persistent;	/* origin_uuid given */
+	enum bch_cache_mode	mode;		/* READ_ONCE: messages change it */
 	struct bch_seq		seq;
 	struct bio_set		bs;		/* clones of cached writes */
 	atomic_t		fills;		/* in flight */
@@ -210,6 +218,10 @@ static inline bool bch_cache_failed(struct bch_cache_set *set)
 {
 	return READ_ONCE(set->failed);
 }
+
+/* target.c */
+int bch_parse_mode(const char *name, enum bch_cache_mode *mode, char **error);
+const char *bch_mode_name(enum bch_cache_mode mode);
 
 /* request.c */
 size_t bch_io_size(void);

@@ -290,7 +290,8 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	int hit;
 
 	io->inode = bch_slot_inode(set, bt->slot);
-	if (io->inode == BCH_INODE_NONE || bch_cache_failed(set)) {
+	if (io->inode == BCH_INODE_NONE || bch_cache_failed(set) ||
+	    READ_ONCE(bt->mode) == BCH_MODE_NONE) {
 		atomic64_inc(&bt->stats.bypassed);
 		bch_remap_origin(bt, bio);
 		return DM_MAPIO_REMAPPED;
@@ -428,6 +429,7 @@ static int bch_map_write(struct bch_target *bt, struct bio *bio,
 		atomic64_inc(&bt->stats.write_misses);
 
 	cache = bio_op(bio) == REQ_OP_WRITE && alone && !bch_cache_failed(set) &&
+		READ_ONCE(bt->mode) == BCH_MODE_WRITETHROUGH &&
 		sectors <= BCH_FILL_MAX_SECTORS &&
 		bch_aligned(bt, sector, sectors);
 	if (cache && bypass) {

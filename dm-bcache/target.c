@@ -3,10 +3,11 @@
  * dm-bcache: the device-mapper target.
  *
  * Table line:
- *   <cache dev> <origin dev> [<#opt args> [origin_uuid <uuid>]]
+ *   <cache dev> <origin dev> [<#opt args> [origin_uuid <uuid>]
+ *                            [cache_mode writethrough|writearound|none]]
  *
- * Messages: invalidate, gc, and "<tunable> <value>" for the tunables the
- * status line lists.
+ * Messages: invalidate, gc, cache_mode <mode>, and "<tunable> <value>" for
+ * the tunables the status line lists.
  *
  * Without origin_uuid the origin gets an ephemeral slot: it is cached
  * while the table lives and nothing is kept for it afterwards. With it,
@@ -22,15 +23,41 @@
 #define BCH_SEQ_CUTOFF_DEFAULT	(4ULL << 20 >> SECTOR_SHIFT)	/* 4 MiB */
 
 struct bch_args {
-	bool	has_uuid;
-	u8	uuid[16];
+	bool			has_uuid;
+	u8			uuid[16];
+	enum bch_cache_mode	mode;
 };
+
+static const char * const bch_mode_names[] = {
+	[BCH_MODE_WRITETHROUGH]	= "writethrough",
+	[BCH_MODE_WRITEAROUND]	= "writearound",
+	[BCH_MODE_NONE]		= "none",
+};
+
+const char *bch_mode_name(enum bch_cache_mode mode)
+{
+	return bch_mode_names[mode];
+}
+
+int bch_parse_mode(const char *name, enum bch_cache_mode *mode, char **error)
+{
+	int i = match_string(bch_mode_names, ARRAY_SIZE(bch_mode_names), name);
+
+	if (i >= 0) {
+		*mode = i;
+		return 0;
+	}
+	*error = strcmp(name, "writeback") ?
+		"unknown cache_mode (writethrough, writearound, none)" :
+		"cache_mode writeback is not supported yet";
+	return -EINVAL;
+}
 
 static int bch_parse_opts(struct dm_arg_set *as, struct bch_args *args,
 			  char **error)
 {
 	static const struct dm_arg nr_opts = {
-		0, 2, "invalid number of optional arguments"
+		0, 4, "invalid number of optional arguments"
 	};
 	unsigned int argc;
 	const char *key;
@@ -57,6 +84,11 @@ static int bch_parse_opts(struct dm_arg_set *as, struct bch_args *args,
 			}
 			memcpy(args->uuid, uuid.b, 16);
 			args->has_uuid = true;
+		} else if (!strcasecmp(key, "cache_mode") && argc) {
+			r = bch_parse_mode(dm_shift_arg(as), &args->mode, error);
+			if (r)
+				return r;
+			argc--;
 		} else {
 			*error = "unknown or incomplete optional argument";
 			return -EINVAL;
@@ -147,6 +179,7 @@ static int bch_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		goto bad;
 	}
 	bt->persistent = args.has_uuid;
+	bt->mode = args.mode;
 
 	set = bch_set_get(ti, bt->cache_dev->bdev, &ti->error);
 	if (IS_ERR(set)) {
@@ -202,6 +235,7 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 	struct bch_target *bt = ti->private;
 	struct bch_cache_set *set = bt->set;
 	struct bch_stats *st = &bt->stats;
+	enum bch_cache_mode mode;
 	unsigned int sz = 0;
 
 	switch (type) {
@@ -215,7 +249,7 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 		       atomic64_read(&st->write_hits),
 		       atomic64_read(&st->write_misses),
 		       atomic64_read(&st->bypassed),
-		       0ULL, "writethrough", bt->slot,
+		       0ULL, bch_mode_name(READ_ONCE(bt->mode)), bt->slot,
 		       set->uuids[bt->slot].uuid, bch_cache_state(set));
 		DMEMIT(" %u %llu %lld %u %lld %lld %lld %lld",
 		       bch_btree_depth(&set->btree), bch_btree_nodes(&set->btree),
@@ -231,9 +265,15 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 		       set->prio.seek, set->prio.rescale);
 		break;
 	case STATUSTYPE_TABLE:
+		mode = READ_ONCE(bt->mode);
 		DMEMIT("%s %s", bt->cache_dev->name, bt->origin_dev->name);
+		if (bt->persistent || mode != BCH_MODE_WRITETHROUGH)
+			DMEMIT(" %u", 2 * bt->persistent +
+			       2 * (mode != BCH_MODE_WRITETHROUGH));
 		if (bt->persistent)
-			DMEMIT(" 2 origin_uuid %pUb", set->uuids[bt->slot].uuid);
+			DMEMIT(" origin_uuid %pUb", set->uuids[bt->slot].uuid);
+		if (mode != BCH_MODE_WRITETHROUGH)
+			DMEMIT(" cache_mode %s", bch_mode_name(mode));
 		break;
 	case STATUSTYPE_IMA:
 		DMEMIT_TARGET_NAME_VERSION(ti->type);
@@ -266,6 +306,20 @@ static int bch_set_tunable(struct bch_target *bt, const char *key,
 	return 0;
 }
 
+static int bch_message_mode(struct bch_target *bt, const char *name)
+{
+	enum bch_cache_mode mode;
+	char *error;
+	int r;
+
+	r = bch_parse_mode(name, &mode, &error);
+	if (r)
+		DMWARN("%s", error);
+	else
+		WRITE_ONCE(bt->mode, mode);
+	return r;
+}
+
 static int bch_message(struct dm_target *ti, unsigned int argc, char **argv,
 		       char *result, unsigned int maxlen)
 {
@@ -276,6 +330,8 @@ static int bch_message(struct dm_target *ti, unsigned int argc, char **argv,
 		r = bch_slot_invalidate(bt->set, bt->slot);
 	else if (argc == 1 && !strcasecmp(argv[0], "gc"))
 		r = bch_gc_run(bt->set);
+	else if (argc == 2 && !strcasecmp(argv[0], "cache_mode"))
+		r = bch_message_mode(bt, argv[1]);
 	else if (argc == 2)
 		r = bch_set_tunable(bt, argv[0], argv[1]);
 	if (r == -EINVAL)
