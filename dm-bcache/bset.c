@@ -131,7 +131,7 @@ u32 bch_bset_live(const struct bch_bset *s)
 	return nr;
 }
 
-static void bch_bkey_pack(struct bch_bkey_disk *d, const struct bch_bkey *k)
+void bch_bkey_pack(struct bch_bkey_disk *d, const struct bch_bkey *k)
 {
 	d->inode = cpu_to_le32(k->inode);
 	d->size = cpu_to_le32(k->size);
@@ -143,7 +143,7 @@ static void bch_bkey_pack(struct bch_bkey_disk *d, const struct bch_bkey *k)
 	d->csum = cpu_to_le32(k->csum);
 }
 
-static void bch_bkey_unpack(struct bch_bkey *k, const struct bch_bkey_disk *d)
+void bch_bkey_unpack(struct bch_bkey *k, const struct bch_bkey_disk *d)
 {
 	k->inode = le32_to_cpu(d->inode);
 	k->size = le32_to_cpu(d->size);

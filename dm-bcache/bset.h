@@ -51,6 +51,10 @@ u32 bch_bset_fixup(struct bch_bset *s, const struct bch_bkey *k, struct bch_bkey
 u32 bch_bset_merge(struct bch_bkey *out, const struct bch_bset *sets, unsigned int nsets,
 		   bool (*drop)(const struct bch_bkey *k, void *arg), void *arg);
 
+/* A key between its in-core and on-disk (little-endian) forms. */
+void bch_bkey_pack(struct bch_bkey_disk *d, const struct bch_bkey *k);
+void bch_bkey_unpack(struct bch_bkey *k, const struct bch_bkey_disk *d);
+
 /* Bytes of a set of @nkeys on disk, padded to @block_bytes. */
 static inline size_t bch_bset_bytes(u32 nkeys, u32 block_bytes)
 {

@@ -166,9 +166,9 @@ bool bch_origin_busy(dev_t origin, struct mapped_device *md);
 int bch_meta_io(struct bch_cache_set *set, blk_opf_t opf, sector_t sector,
 		void *buf, size_t len);
 int bch_sb_write(struct bch_cache_set *set);
-int bch_meta_read_copy(struct bch_cache_set *set, const __le64 *offset,
-		       unsigned int cur, __le32 csum, __le32 csum_other,
-		       void *buf, size_t len);
+int bch_meta_read(struct bch_cache_set *set, const char *what,
+		  const __le64 *offset, __le32 *cur, __le32 *csum,
+		  __le32 *csum_other, void *buf, size_t len);
 
 /* uuids.c */
 int bch_uuids_read(struct bch_cache_set *set, char **error);

@@ -7,6 +7,7 @@
  * was clean. After a crash the index starts empty and every origin's
  * data is invalidated (uuids.c), so nothing stale can be read back.
  */
+#include "bset.h"
 #include "dm-bcache.h"
 
 static int bch_op_alloc(struct bch_btree *b, u64 *bucket, u8 *gen)
@@ -39,31 +40,6 @@ static const struct bch_btree_ops bch_btree_ops = {
 	.key_dead	= bch_key_dead,
 };
 
-static void bch_key_from_disk(struct bch_bkey *k,
-			      const struct bch_bkey_disk *d)
-{
-	k->inode = le32_to_cpu(d->inode);
-	k->size = le32_to_cpu(d->size);
-	k->end = le64_to_cpu(d->offset);
-	k->ptr = le64_to_cpu(d->ptr);
-	k->gen = d->gen;
-	k->flags = d->flags;
-	k->pad = 0;
-	k->csum = le32_to_cpu(d->csum);
-}
-
-static void bch_key_to_disk(struct bch_bkey_disk *d, const struct bch_bkey *k)
-{
-	d->inode = cpu_to_le32(k->inode);
-	d->size = cpu_to_le32(k->size);
-	d->offset = cpu_to_le64(k->end);
-	d->ptr = cpu_to_le64(k->ptr);
-	d->gen = k->gen;
-	d->flags = k->flags;
-	d->pad = 0;
-	d->csum = cpu_to_le32(k->csum);
-}
-
 static void bch_index_setup(struct bch_cache_set *set)
 {
 	struct bch_btree *b = &set->btree;
@@ -92,7 +68,7 @@ int bch_index_open(struct bch_cache_set *set, bool clean, bool *lost)
 	bch_index_setup(set);
 	*lost = false;
 
-	bch_key_from_disk(&root, &set->sb->btree_root);
+	bch_bkey_unpack(&root, &set->sb->btree_root);
 	if (clean && root.size) {
 		r = bch_btree_load(b, &root, le32_to_cpu(set->sb->btree_level));
 		if (!r)
@@ -130,7 +106,7 @@ int bch_index_close(struct bch_cache_set *set)
 	r = bch_btree_flush(&set->btree);
 	if (!r) {
 		bch_btree_root(&set->btree, &root, &level);
-		bch_key_to_disk(&set->sb->btree_root, &root);
+		bch_bkey_pack(&set->sb->btree_root, &root);
 		set->sb->btree_level = cpu_to_le32(level);
 	}
 	up_write(&set->btree_lock);

@@ -18,7 +18,6 @@ static size_t bch_prio_bytes(struct bch_cache_set *set)
 int bch_prios_read(struct bch_cache_set *set, char **error)
 {
 	struct bch_sb_disk *sb = set->sb;
-	unsigned int cur = le32_to_cpu(sb->prio_current);
 	struct bch_bucket_disk *d;
 	u64 i;
 	int r;
@@ -29,23 +28,14 @@ int bch_prios_read(struct bch_cache_set *set, char **error)
 	if (!set->buckets || !set->prio_buf)
 		return -ENOMEM;
 
-	r = bch_meta_read_copy(set, sb->prio_offset, cur, sb->prio_csum,
-			       sb->prio_csum_other, set->prio_buf,
-			       bch_prio_bytes(set));
-	if (r == -EIO) {
-		*error = "cannot read the bucket array";
+	r = bch_meta_read(set, "bucket array", sb->prio_offset,
+			  &sb->prio_current, &sb->prio_csum,
+			  &sb->prio_csum_other, set->prio_buf,
+			  bch_prio_bytes(set));
+	if (r) {
+		*error = r == -EIO ? "cannot read the bucket array" :
+			"bucket array checksum mismatch";
 		return r;
-	}
-	if (r == -EINVAL) {
-		*error = "bucket array checksum mismatch";
-		return r;
-	}
-	if (r == 1) {
-		DMWARN("%s: current bucket array is bad: using the other copy",
-		       set->name);
-		set->meta_fallback = true;
-		sb->prio_current = cpu_to_le32(!cur);
-		swap(sb->prio_csum, sb->prio_csum_other);
 	}
 
 	d = set->prio_buf;

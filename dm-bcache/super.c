@@ -64,25 +64,30 @@ void bch_cache_io_error(struct bch_cache_set *set, bool write)
 }
 
 /*
- * Read copy @cur of a two-copy metadata area into @buf and check it.
- * Returns 0 if it is good, 1 if it is bad but the other copy is good (now
- * in @buf), -EINVAL if neither is, -EIO if the device cannot be read.
+ * Read the current copy of a two-copy metadata area (@what) into @buf.
+ * If it is bad but the other copy is good, the other copy becomes the
+ * current one and the set opens cold (meta_fallback). Returns -EIO if
+ * the device cannot be read, -EINVAL if neither copy is good.
  */
-int bch_meta_read_copy(struct bch_cache_set *set, const __le64 *offset,
-		       unsigned int cur, __le32 csum, __le32 csum_other,
-		       void *buf, size_t len)
+int bch_meta_read(struct bch_cache_set *set, const char *what,
+		  const __le64 *offset, __le32 *cur, __le32 *csum,
+		  __le32 *csum_other, void *buf, size_t len)
 {
-	int r;
+	unsigned int i = le32_to_cpu(*cur);
 
-	r = bch_meta_io(set, REQ_OP_READ, le64_to_cpu(offset[cur]), buf, len);
-	if (r)
+	if (bch_meta_io(set, REQ_OP_READ, le64_to_cpu(offset[i]), buf, len))
 		return -EIO;
-	if (bch_crc32c(buf, len) == le32_to_cpu(csum))
+	if (bch_crc32c(buf, len) == le32_to_cpu(*csum))
 		return 0;
-	r = bch_meta_io(set, REQ_OP_READ, le64_to_cpu(offset[!cur]), buf, len);
-	if (r)
+	if (bch_meta_io(set, REQ_OP_READ, le64_to_cpu(offset[!i]), buf, len))
 		return -EIO;
-	return bch_crc32c(buf, len) == le32_to_cpu(csum_other) ? 1 : -EINVAL;
+	if (bch_crc32c(buf, len) != le32_to_cpu(*csum_other))
+		return -EINVAL;
+	DMWARN("%s: current %s is bad: using the other copy", set->name, what);
+	set->meta_fallback = true;
+	*cur = cpu_to_le32(!i);
+	swap(*csum, *csum_other);
+	return 0;
 }
 
 static u32 bch_sb_csum(const struct bch_sb_disk *sb)

@@ -29,32 +29,19 @@ static size_t bch_uuid_bytes(struct bch_cache_set *set)
 int bch_uuids_read(struct bch_cache_set *set, char **error)
 {
 	struct bch_sb_disk *sb = set->sb;
-	unsigned int cur = le32_to_cpu(sb->uuid_current);
 	int r;
 
 	*error = "cannot allocate the UUID table";
 	set->uuids = kvmalloc(bch_uuid_bytes(set), GFP_KERNEL);
 	if (!set->uuids)
 		return -ENOMEM;
-	r = bch_meta_read_copy(set, sb->uuid_offset, cur, sb->uuid_csum,
-			       sb->uuid_csum_other, set->uuids,
-			       bch_uuid_bytes(set));
-	if (r == -EIO) {
-		*error = "cannot read the UUID table";
-		return r;
-	}
-	if (r == -EINVAL) {
-		*error = "UUID table checksum mismatch";
-		return r;
-	}
-	if (r == 1) {
-		DMWARN("%s: current UUID table is bad: using the other copy",
-		       set->name);
-		set->meta_fallback = true;
-		sb->uuid_current = cpu_to_le32(!cur);
-		swap(sb->uuid_csum, sb->uuid_csum_other);
-	}
-	return 0;
+	r = bch_meta_read(set, "UUID table", sb->uuid_offset,
+			  &sb->uuid_current, &sb->uuid_csum,
+			  &sb->uuid_csum_other, set->uuids, bch_uuid_bytes(set));
+	if (r)
+		*error = r == -EIO ? "cannot read the UUID table" :
+			"UUID table checksum mismatch";
+	return r;
 }
 
 int bch_uuids_write(struct bch_cache_set *set)
