@@ -4,11 +4,12 @@
  * dm-bcache cache device.
  *
  * Checked: the superblock, the current copy of the bucket array and of
- * the UUID table (the other copies have no checksum: they are only
- * reported), and, after a clean shutdown, the whole index, loaded with
- * the kernel's own btree code. A repair never guesses: what cannot be
- * trusted is invalidated, with the two-copy discipline of the kernel
- * (write the copy that is not current, flush, then the superblock).
+ * the UUID table (the previous copies are only reported: the kernel falls
+ * back to them when the current one is bad), and, after a clean shutdown,
+ * the whole index, loaded with the kernel's own btree code. A repair never
+ * guesses: what cannot be trusted is invalidated, with the two-copy
+ * discipline of the kernel (write the copy that is not the one trusted,
+ * flush, then the superblock).
  *
  * Exit status: 0 consistent, 1 inconsistencies found (repaired or not),
  * 2 usage, 3 the device cannot be read or is not a dm-bcache device.
@@ -56,7 +57,10 @@ static struct {
 	bool	incomplete;	/* out of memory: not repairable */
 	bool	uuid_bad;	/* not repairable */
 	bool	prio_bad;	/* the current bucket array copy is untrusted */
-	bool	other_prio_ok;	/* the other copy is structurally sound */
+	bool	other_prio_ok;	/* the other copy is good */
+	bool	uuid_fallback;	/* current UUID table bad, the other good */
+	struct bch_uuid_disk *uuid_other;	/* the other UUID table copy */
+	char	root_why[256];	/* the superblock's root is invalid */
 	bool	index_present;	/* clean, with a root */
 	bool	index_bad;	/* the index must be dropped */
 } S;
@@ -116,12 +120,7 @@ static void usage(FILE *f)
 		"  -q, --quiet    print nothing; the exit status tells\n"
 		"  -h, --help     show this help\n\n"
 		"Exit status: 0 consistent, 1 inconsistencies found (or repaired),\n"
-		"2 usage error, 3 unreadable or not a dm-bcache cache device.\n");
-}
-
-static void format_size(u64 bytes, char *buf)
-{
-	bch_format_size(bytes, buf);
+		"2 bad arguments, 3 unreadable or not a dm-bcache cache device.\n");
 }
 
 /* The superblock. */
@@ -152,7 +151,7 @@ static int open_cache(struct bch_cache *c, const char *path)
 	if (le32toh(c->sb.csum) == bch_sb_csum(&c->sb) &&
 	    !bch_sb_validate(&tmp, c->dev.size >> BCH_SECTOR_SHIFT)) {
 		bch_cache_sb_fields(c);
-		problem(&k_node, "superblock: %s", why);
+		snprintf(S.root_why, sizeof(S.root_why), "%s", why);
 		S.index_bad = true;
 		return 0;
 	}
@@ -174,11 +173,13 @@ static void check_sb(struct bch_cache *c)
 	size_t i;
 
 	bch_uuid_format(sb->set_uuid, set);
-	format_size((u64)c->bucket_size << BCH_SECTOR_SHIFT, bucket);
-	format_size((u64)c->block_size << BCH_SECTOR_SHIFT, block);
+	bch_format_size((u64)c->bucket_size << BCH_SECTOR_SHIFT, bucket);
+	bch_format_size((u64)c->block_size << BCH_SECTOR_SHIFT, block);
 	info("superblock: ok: version %u, cache set %s, %llu data buckets of %s, blocks of %s",
 	     le32toh(sb->version), set, (unsigned long long)(c->nbuckets - c->first_bucket),
 	     bucket, block);
+	if (S.root_why[0])
+		problem(&k_node, "superblock: %s: the index cannot be used", S.root_why);
 
 	if (c->first_bucket != bch_first_bucket(c->nbuckets, c->bucket_size))
 		problem(&k_sb, "superblock: first bucket %llu, the kernel requires exactly %llu",
@@ -204,7 +205,8 @@ static void check_sb(struct bch_cache *c)
 		S.sb_bad = true;
 
 	if (flags & ~BCH_SB_CLEAN)
-		note("superblock: unknown flags 0x%llx", (unsigned long long)(flags & ~BCH_SB_CLEAN));
+		note("superblock: unknown flags 0x%llx",
+		     (unsigned long long)(flags & ~BCH_SB_CLEAN));
 	for (i = 0; i < sizeof(sb->reserved) && !sb->reserved[i]; i++)
 		;
 	if (i < sizeof(sb->reserved) || sb->btree_pad)
@@ -259,7 +261,7 @@ static int check_prio(struct bch_cache *c)
 	const struct bch_sb_disk *sb = &c->sb;
 	unsigned int cur = le32toh(sb->prio_current), other = !cur, bad;
 	struct bch_bucket_disk *p;
-	u32 csum;
+	u32 csum, ocsum;
 
 	csum = bch_csum(c->prio, bch_prio_bytes(c));
 	if (csum != le32toh(sb->prio_csum)) {
@@ -273,67 +275,67 @@ static int check_prio(struct bch_cache *c)
 		     (unsigned long long)c->nbuckets);
 	}
 
+	/* The previous copy: what the kernel falls back to if the current is bad. */
 	p = bch_read_region(&c->dev, le64toh(sb->prio_offset[other]), le32toh(sb->prio_sectors));
 	if (!p)
 		return -1;
+	ocsum = bch_csum(p, bch_prio_bytes(c));
 	bad = scan_prio(c, p, other, false);
-	S.other_prio_ok = !bad;
-	if (bad && S.prio_bad)
-		note("bucket array: copy %u (previous) is not usable either: %u bad entries",
-		     other, bad);
+	S.other_prio_ok = ocsum == le32toh(sb->prio_csum_other) && !bad;
+	if (S.other_prio_ok && S.prio_bad)
+		note("bucket array copy %u (previous) is good: the kernel falls back to it at the next attach, invalidating all cached data",
+		     other);
+	else if (S.other_prio_ok && S.verbose)
+		info("bucket array: copy %u (previous) ok", other);
+	else if (ocsum != le32toh(sb->prio_csum_other))
+		note("bucket array copy %u (previous): checksum mismatch (stored 0x%08x, computed 0x%08x)%s",
+		     other, le32toh(sb->prio_csum_other), ocsum,
+		     S.prio_bad ? ": no copy is usable" : ": no fallback if the current one goes bad");
 	else if (bad)
-		info("bucket array: copy %u (previous) would not be usable: %u bad entries",
+		note("bucket array copy %u (previous): %u entries disagree with the layout",
 		     other, bad);
-	else if (S.prio_bad || S.verbose)
-		info("bucket array: copy %u (previous, no checksum is kept for it) looks sound", other);
 	free(p);
 	return 0;
 }
 
 /* The UUID table. */
 
-static void check_uuids(struct bch_cache *c)
+/* Problems of one copy's slots; @report: as errors (with -v, slots too). */
+static unsigned int scan_slots(struct bch_cache *c, const struct bch_uuid_disk *t, bool report)
 {
-	const struct bch_sb_disk *sb = &c->sb;
-	unsigned int cur = le32toh(sb->uuid_current), i, j, used = 0;
 	const u32 known = BCH_UUID_VALID | BCH_UUID_EPHEMERAL | BCH_UUID_ATTACHED |
 			  BCH_UUID_FINGERPRINT;
+	unsigned int i, j, bad = 0;
 	char s[BCH_UUID_STR_LEN];
-	u32 csum;
 
-	csum = bch_csum(c->uuids, bch_uuid_bytes(c));
-	if (csum != le32toh(sb->uuid_csum)) {
-		problem(&k_uuid, "UUID table copy %u (current): checksum mismatch (stored 0x%08x, computed 0x%08x)",
-			cur, le32toh(sb->uuid_csum), csum);
-		S.uuid_bad = true;
-		return;
-	}
+#define SLOT_PROBLEM(...) do { bad++; if (report) problem(&k_uuid, __VA_ARGS__); } while (0)
 	for (i = 0; i < BCH_UUID_SLOTS; i++) {
-		const struct bch_uuid_disk *u = &c->uuids[i];
+		const struct bch_uuid_disk *u = &t[i];
 		u32 flags = le32toh(u->flags), epoch = le32toh(u->epoch);
 		bool valid = flags & BCH_UUID_VALID;
 		bool persistent = valid && !(flags & BCH_UUID_EPHEMERAL);
 
 		bch_uuid_format(u->uuid, s);
 		if (flags & ~known)
-			problem(&k_uuid, "UUID slot %u: unknown flags 0x%x", i, flags & ~known);
+			SLOT_PROBLEM("UUID slot %u: unknown flags 0x%x", i, flags & ~known);
 		if (epoch >= BCH_INODE_EPOCH_MAX)
-			problem(&k_uuid, "UUID slot %u: epoch %u is out of range (below %u)", i,
-				epoch, BCH_INODE_EPOCH_MAX);
+			SLOT_PROBLEM("UUID slot %u: epoch %u is out of range (below %u)", i,
+				     epoch, BCH_INODE_EPOCH_MAX);
 		if (!valid)
 			continue;
-		used++;
 		if (persistent && bch_uuid_is_nil(u->uuid))
-			problem(&k_uuid, "UUID slot %u: in use with the nil origin_uuid", i);
+			SLOT_PROBLEM("UUID slot %u: in use with the nil origin_uuid", i);
 		for (j = 0; persistent && j < i; j++) {
-			const struct bch_uuid_disk *v = &c->uuids[j];
+			const struct bch_uuid_disk *v = &t[j];
 			u32 vf = le32toh(v->flags);
 
 			if ((vf & BCH_UUID_VALID) && !(vf & BCH_UUID_EPHEMERAL) &&
 			    !memcmp(u->uuid, v->uuid, 16))
-				problem(&k_uuid, "UUID slots %u and %u both hold origin_uuid %s",
-					j, i, s);
+				SLOT_PROBLEM("UUID slots %u and %u both hold origin_uuid %s",
+					     j, i, s);
 		}
+		if (!report)
+			continue;
 		if (c->clean && (flags & BCH_UUID_ATTACHED))
 			note("UUID slot %u (%s) is marked attached on a cleanly shut down cache: the kernel will invalidate its data at the next attach",
 			     i, s);
@@ -342,11 +344,52 @@ static void check_uuids(struct bch_cache *c)
 			     flags & BCH_UUID_EPHEMERAL ? ", ephemeral" : "",
 			     flags & BCH_UUID_FINGERPRINT ? ", fingerprint" : "");
 	}
-	if (k_uuid.n)
+#undef SLOT_PROBLEM
+	return bad;
+}
+
+static int check_uuids(struct bch_cache *c)
+{
+	const struct bch_sb_disk *sb = &c->sb;
+	unsigned int cur = le32toh(sb->uuid_current), other = !cur, i, used = 0, bad;
+	u32 csum, ocsum;
+
+	S.uuid_other = bch_read_region(&c->dev, le64toh(sb->uuid_offset[other]),
+				       le32toh(sb->uuid_sectors));
+	if (!S.uuid_other)
+		return -1;
+	ocsum = bch_csum(S.uuid_other, bch_uuid_bytes(c));
+	bad = scan_slots(c, S.uuid_other, false);
+
+	csum = bch_csum(c->uuids, bch_uuid_bytes(c));
+	if (csum != le32toh(sb->uuid_csum)) {
+		problem(&k_uuid, "UUID table copy %u (current): checksum mismatch (stored 0x%08x, computed 0x%08x)",
+			cur, le32toh(sb->uuid_csum), csum);
+		if (ocsum == le32toh(sb->uuid_csum_other) && !bad) {
+			note("UUID table copy %u (previous) is good: the kernel falls back to it at the next attach, invalidating all cached data",
+			     other);
+			S.uuid_fallback = true;
+		} else {
+			note("UUID table copy %u (previous) is not usable either (%s)", other,
+			     bad ? "bad slots" : "checksum mismatch");
+			S.uuid_bad = true;
+		}
+		return 0;
+	}
+	if (scan_slots(c, c->uuids, true)) {
 		S.uuid_bad = true;
-	else
-		info("UUID table: copy %u (current) ok: %u of %u slots in use", cur, used,
-		     BCH_UUID_SLOTS);
+		return 0;
+	}
+	for (i = 0; i < BCH_UUID_SLOTS; i++)
+		used += !!(le32toh(c->uuids[i].flags) & BCH_UUID_VALID);
+	info("UUID table: copy %u (current) ok: %u of %u slots in use", cur, used,
+	     BCH_UUID_SLOTS);
+	if (ocsum != le32toh(sb->uuid_csum_other))
+		note("UUID table copy %u (previous): checksum mismatch (stored 0x%08x, computed 0x%08x): no fallback if the current one goes bad",
+		     other, le32toh(sb->uuid_csum_other), ocsum);
+	else if (S.verbose)
+		info("UUID table: copy %u (previous) ok", other);
+	return 0;
 }
 
 /* The index. */
@@ -437,6 +480,13 @@ static bool check_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 		return true;
 	w->dead_by[st]++;
 	key_where(k, where, sizeof(where));
+	if (st != BCH_KEY_DEAD_RANGE && k->ptr % c->bucket_size + k->size > c->bucket_size) {
+		/* every key comes from one allocation, dead or alive */
+		problem(&k_key, "index key (%s, dead) at cache sector %llu crosses the end of bucket %llu",
+			where, (unsigned long long)k->ptr,
+			(unsigned long long)(k->ptr / c->bucket_size));
+		S.index_bad = true;
+	}
 	if (st == BCH_KEY_DEAD_RANGE) {
 		problem(&k_key, "index key (%s) points at cache sector %llu, outside the data buckets",
 			where, (unsigned long long)k->ptr);
@@ -603,7 +653,7 @@ static void check_space(struct bch_cache *c, struct walk *w)
 static void check_index(struct bch_cache *c)
 {
 	struct walk w = { 0 };
-	char sectors[BCH_SIZE_STR_LEN], dead[256];
+	char sectors[BCH_SIZE_STR_LEN], dead[256] = "";
 	size_t len = 0;
 	u64 used = 0, n, ndead = 0;
 	unsigned int i;
@@ -621,8 +671,9 @@ static void check_index(struct bch_cache *c)
 		info("index: not checked: its root is invalid");
 		return;
 	}
-	if (S.prio_bad) {
-		info("index: not checked: the bucket array it depends on cannot be trusted");
+	if (S.prio_bad || S.uuid_fallback) {
+		info("index: not checked: the %s it depends on cannot be trusted",
+		     S.prio_bad ? "bucket array" : "UUID table");
 		S.index_bad = true;
 		return;
 	}
@@ -672,11 +723,12 @@ static void check_index(struct bch_cache *c)
 		if (len >= sizeof(dead))
 			len = sizeof(dead) - 1;
 	}
-	format_size(w.live_total << BCH_SECTOR_SHIFT, sectors);
-	info("index: %u level%s, %llu node%s, %zu live keys (%s in %llu buckets), %llu dead keys%s%s%s",
+	bch_format_size(w.live_total << BCH_SECTOR_SHIFT, sectors);
+	info("index: %u level%s, %llu node%s, %zu live keys (%s in %llu bucket%s), %llu dead keys%s%s%s",
 	     bch_btree_depth(&c->b), bch_btree_depth(&c->b) == 1 ? "" : "s",
 	     (unsigned long long)w.nodes, w.nodes == 1 ? "" : "s", w.nlive, sectors,
-	     (unsigned long long)used, (unsigned long long)ndead, len ? " (" : "", dead,
+	     (unsigned long long)used, used == 1 ? "" : "s", (unsigned long long)ndead,
+	     len ? " (" : "", dead,
 	     len ? ")" : "");
 out:
 	if (w.oom) {
@@ -724,18 +776,24 @@ static struct bch_bucket_disk *fresh_prio(struct bch_cache *c)
 	return p;
 }
 
-static int repair(struct bch_cache *c)
+static int do_repair(struct bch_cache *c)
 {
 	struct bch_sb_disk sb = c->sb;
 	unsigned int pcur = le32toh(sb.prio_current), ucur = le32toh(sb.uuid_current), i;
-	bool drop = S.index_bad || (S.prio_bad && S.index_present);
-	struct bch_bucket_disk *fresh = NULL, *other = NULL;
+	/* the UUID copy to start from, and the one to write */
+	unsigned int ugood = S.uuid_fallback ? !ucur : ucur;
+	const struct bch_uuid_disk *base = S.uuid_fallback ? S.uuid_other : c->uuids;
+	__le32 ugood_csum = S.uuid_fallback ? sb.uuid_csum_other : sb.uuid_csum;
+	bool drop = S.index_bad || ((S.prio_bad || S.uuid_fallback) && S.index_present);
+	struct bch_bucket_disk *fresh = NULL;
 	struct bch_uuid_disk *uuids = NULL;
 	unsigned int bumped = 0;
+	__le32 tmp;
 	int ret = -1;
 
 	if (S.uuid_bad) {
-		info("repair: refused: the UUID table is damaged and cannot be rebuilt (it is what tells the origins' data apart); nothing was written. Reformat the cache with make-bcache --wipe: the cache is writethrough, the origins hold all the data");
+		info("repair: refused: the UUID table is damaged and no good copy is left; it tells the origins' data apart and cannot be rebuilt, so nothing was written");
+		info("repair: reformat the cache with make-bcache --wipe: it is writethrough, the origins hold all the data");
 		return -1;
 	}
 	if (S.sb_bad) {
@@ -746,50 +804,54 @@ static int repair(struct bch_cache *c)
 		info("repair: refused: the check could not finish; nothing was written");
 		return -1;
 	}
-	if (!S.prio_bad && !drop) {
+	if (!S.prio_bad && !S.uuid_fallback && !drop) {
 		info("repair: nothing to repair");
 		return 0;
 	}
 
-	if (S.prio_bad) {
-		if (S.other_prio_ok) {
-			other = bch_read_region(&c->dev, le64toh(sb.prio_offset[!pcur]),
-						le32toh(sb.prio_sectors));
-			if (!other)
-				goto fail;
-			sb.prio_csum = htole32(bch_csum(other, bch_prio_bytes(c)));
-		} else {
-			fresh = fresh_prio(c);
-			if (!fresh) {
-				bch_err("out of memory");
-				goto fail;
-			}
-			if (write_region(c, fresh, bch_prio_bytes(c),
-					 le64toh(sb.prio_offset[!pcur])))
-				goto fail;
-			sb.prio_csum = htole32(bch_csum(fresh, bch_prio_bytes(c)));
-		}
+	if (S.prio_bad && S.other_prio_ok) {
 		sb.prio_current = htole32(!pcur);
+		tmp = sb.prio_csum;
+		sb.prio_csum = sb.prio_csum_other;
+		sb.prio_csum_other = tmp;
+	} else if (S.prio_bad) {
+		fresh = fresh_prio(c);
+		if (!fresh) {
+			bch_err("out of memory");
+			goto fail;
+		}
+		if (write_region(c, fresh, bch_prio_bytes(c), le64toh(sb.prio_offset[!pcur])))
+			goto fail;
+		sb.prio_current = htole32(!pcur);
+		sb.prio_csum_other = sb.prio_csum;
+		sb.prio_csum = htole32(bch_csum(fresh, bch_prio_bytes(c)));
 	}
 	if (drop) {
+		/* Never over the copy we start from: written to the other one. */
 		uuids = malloc(bch_uuid_bytes(c));
 		if (!uuids) {
 			bch_err("out of memory");
 			goto fail;
 		}
-		memcpy(uuids, c->uuids, bch_uuid_bytes(c));
+		memcpy(uuids, base, bch_uuid_bytes(c));
 		for (i = 0; i < BCH_UUID_SLOTS; i++) {
 			if (le32toh(uuids[i].flags) & BCH_UUID_VALID) {
 				bump_epoch(&uuids[i]);
 				bumped++;
 			}
 		}
-		if (write_region(c, uuids, bch_uuid_bytes(c), le64toh(sb.uuid_offset[!ucur])))
+		if (write_region(c, uuids, bch_uuid_bytes(c), le64toh(sb.uuid_offset[!ugood])))
 			goto fail;
-		sb.uuid_current = htole32(!ucur);
+		sb.uuid_current = htole32(!ugood);
+		sb.uuid_csum_other = ugood_csum;
 		sb.uuid_csum = htole32(bch_csum(uuids, bch_uuid_bytes(c)));
 		memset(&sb.btree_root, 0, sizeof(sb.btree_root));
 		sb.btree_level = 0;
+	} else if (S.uuid_fallback) {
+		sb.uuid_current = htole32(!ucur);
+		tmp = sb.uuid_csum;
+		sb.uuid_csum = sb.uuid_csum_other;
+		sb.uuid_csum_other = tmp;
 	}
 	/* What the superblock will name must be on the media first. */
 	if (bch_dev_sync(&c->dev))
@@ -804,16 +866,17 @@ static int repair(struct bch_cache *c)
 	else if (S.prio_bad)
 		info("repair: neither bucket array copy was usable: wrote a fresh one as copy %u",
 		     !pcur);
+	if (S.uuid_fallback)
+		info("repair: went back to the previous UUID table (copy %u)", ugood);
 	if (drop)
 		info("repair: dropped the index and invalidated the data of %u UUID slot%s (written as UUID table copy %u); the cache is writethrough: the origins hold all the data",
-		     bumped, bumped == 1 ? "" : "s", !ucur);
+		     bumped, bumped == 1 ? "" : "s", !ugood);
 	ret = 0;
 	goto out;
 fail:
 	info("repair: failed: %s", bch_strerror());
 out:
 	free(fresh);
-	free(other);
 	free(uuids);
 	return ret;
 }
@@ -893,7 +956,12 @@ int main(int argc, char **argv)
 		bch_cache_close(&c);
 		return EXIT_UNREADABLE;
 	}
-	check_uuids(&c);
+	if (check_uuids(&c)) {
+		if (!S.quiet)
+			fprintf(stderr, PROG ": %s\n", bch_strerror());
+		bch_cache_close(&c);
+		return EXIT_UNREADABLE;
+	}
 	check_index(&c);
 	for (i = 0; i < ARRAY_SIZE(kinds); i++)
 		kind_summary(kinds[i]);
@@ -902,7 +970,8 @@ int main(int argc, char **argv)
 	if (!S.quiet)
 		printf("%s: %s\n", path, S.errors ? "inconsistent" : "consistent");
 	if (S.errors && S.repair)
-		repair(&c);
+		do_repair(&c);
+	free(S.uuid_other);
 	bch_cache_close(&c);
 	return ret;
 }

@@ -301,7 +301,7 @@ static int do_load(struct bch_cache *c)
 int bch_index_load(struct bch_cache *c, const struct bch_btree_ops *ops)
 {
 	const char *prefix = "dm-bcache: btree: ";
-	char said[sizeof(c->load_msg)];
+	char said[sizeof(c->load_msg) / 2];
 	int ret;
 
 	c->load_msg[0] = '\0';

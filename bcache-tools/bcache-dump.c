@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bcache-dump: print the index, the UUID slots and a bucket summary of a
+ * dm-bcache cache device, for bug reports. Reads only.
+ *
+ * Every line is "kind fields...", lines starting with '#' are comments;
+ * the formats are in the man page.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index.h"
+
+#define PROG "bcache-dump"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " [--btree] [--uuids] [--buckets] <device>\n"
+		"Print the metadata of a dm-bcache cache device (default: all of it).\n\n"
+		"  -b, --btree    the index: one line per node and per key\n"
+		"  -u, --uuids    the UUID slots in use\n"
+		"  -B, --buckets  bucket counts by state, and a generation histogram\n"
+		"  -h, --help     show this help\n\n"
+		"Exit status: 0 printed, 1 some metadata is bad (printed as far as\n"
+		"possible), 2 bad arguments, 3 unreadable or not a dm-bcache device.\n");
+}
+
+/* What the walk collected: nodes in visiting order, each leaf's keys. */
+struct dnode {
+	struct bch_bkey	key;
+	size_t		first, nkeys;	/* into keys[] */
+};
+
+struct dump {
+	struct dnode	*nodes;
+	size_t		nnodes, nodes_size;
+	struct bch_bkey	*keys;
+	size_t		nkeys, keys_size;
+	bool		oom;
+};
+
+static bool grow(void **p, size_t *size, size_t n, size_t elem)
+{
+	size_t want = *size ? 2 * *size : 1024;
+	void *q;
+
+	if (n < *size)
+		return true;
+	q = realloc(*p, want * elem);
+	if (!q)
+		return false;
+	*p = q;
+	*size = want;
+	return true;
+}
+
+static void dump_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_node, void *arg)
+{
+	struct dump *d = arg;
+
+	(void)b;
+	if (is_node) {
+		if (!grow((void **)&d->nodes, &d->nodes_size, d->nnodes, sizeof(*d->nodes))) {
+			d->oom = true;
+			return;
+		}
+		d->nodes[d->nnodes++] = (struct dnode){ *k, d->nkeys, 0 };
+		return;
+	}
+	/* a leaf's keys come right after the leaf */
+	if (!d->nnodes || !grow((void **)&d->keys, &d->keys_size, d->nkeys, sizeof(*d->keys))) {
+		d->oom = true;
+		return;
+	}
+	d->keys[d->nkeys++] = *k;
+	d->nodes[d->nnodes - 1].nkeys++;
+}
+
+static int dump_alloc(struct bch_btree *b, u64 *bucket, u8 *gen)
+{
+	(void)b;
+	(void)bucket;
+	(void)gen;
+	return -ENOSPC;
+}
+
+static void dump_free(struct bch_btree *b, u64 bucket)
+{
+	(void)b;
+	(void)bucket;
+}
+
+static int dump_io(struct bch_btree *b, bool write, u64 bucket, u32 offset, void *buf,
+		   u32 sectors)
+{
+	if (write)
+		return -EROFS;
+	return bch_index_io(b, false, bucket, offset, buf, sectors);
+}
+
+/* No key_dead: the walk sees dead keys too (holes are always left out). */
+static const struct bch_btree_ops dump_ops = {
+	.alloc	= dump_alloc,
+	.free	= dump_free,
+	.io	= dump_io,
+};
+
+static int cmp_key(const void *l, const void *r)
+{
+	const struct bch_bkey *a = l, *b = r;
+
+	if (a->inode != b->inode)
+		return a->inode < b->inode ? -1 : 1;
+	return a->end < b->end ? -1 : a->end > b->end;
+}
+
+static void print_flags(u8 flags)
+{
+	static const struct { u8 bit; const char *name; } bits[] = {
+		{ BCH_KEY_DIRTY, "dirty" }, { BCH_KEY_CSUM, "csum" }, { BCH_KEY_HOLE, "hole" },
+	};
+	const char *sep = "";
+	unsigned int i;
+
+	if (!flags) {
+		fputs("-", stdout);
+		return;
+	}
+	for (i = 0; i < ARRAY_SIZE(bits); i++) {
+		if (flags & bits[i].bit) {
+			printf("%s%s", sep, bits[i].name);
+			sep = ",";
+			flags &= ~bits[i].bit;
+		}
+	}
+	if (flags)
+		printf("%s0x%x", sep, flags);
+}
+
+static bool corrupt_sets;
+
+static void dump_bad_set(struct bch_cache *c, u64 bucket, unsigned int idx, unsigned int level)
+{
+	(void)c;
+	printf("# index: node in bucket %llu (level %u): set %u is corrupt, its keys are not shown\n",
+	       (unsigned long long)bucket, level, idx);
+	corrupt_sets = true;
+}
+
+/* Load and walk the index; false (with a comment printed) if not possible. */
+static bool walk_index(struct bch_cache *c, struct dump *d, bool *bad)
+{
+	int r;
+
+	if (!c->clean) {
+		printf("# index: none trusted (not shut down cleanly)\n");
+		return false;
+	}
+	if (!le32toh(c->sb.btree_root.size)) {
+		printf("# index: none (nothing is cached)\n");
+		return false;
+	}
+	if (!c->prio_csum_ok || !c->uuid_csum_ok) {
+		printf("# index: not loaded: the %s fails its checksum\n",
+		       c->prio_csum_ok ? "UUID table" : "bucket array");
+		*bad = true;
+		return false;
+	}
+	c->bad_set = dump_bad_set;
+	r = bch_index_load(c, &dump_ops);
+	if (corrupt_sets)
+		*bad = true;
+	if (r) {
+		printf("# index: cannot be loaded: %s\n", c->load_msg);
+		*bad = true;
+		return false;
+	}
+	r = bch_btree_gc(&c->b, dump_fn, d);
+	if (r || d->oom) {
+		printf("# index: walk failed: %s\n", r ? strerror(-r) : "out of memory");
+		*bad = true;
+		return false;
+	}
+	return true;
+}
+
+static void print_btree(struct bch_cache *c, struct dump *d)
+{
+	const struct bch_bkey_disk *root = &c->sb.btree_root;
+	size_t i, j;
+
+	printf("# index: root bucket %llu gen %u level %u; %u level(s), %zu node(s), %zu key(s) (holes not listed)\n",
+	       (unsigned long long)(le64toh(root->ptr) / c->bucket_size), root->gen,
+	       le32toh(c->sb.btree_level), bch_btree_depth(&c->b), d->nnodes, d->nkeys);
+	printf("# node LEVEL BUCKET GEN MAX_SLOT/EPOCH:MAX_END\n");
+	printf("# key SLOT/EPOCH START END BUCKET+OFFSET GEN FLAGS STATE\n");
+	for (i = 0; i < d->nnodes; i++) {
+		const struct dnode *n = &d->nodes[i];
+		u64 bucket = n->key.ptr / c->bucket_size;
+		int level = bucket < c->nbuckets ? c->node_level[bucket] - 1 : -1;
+
+		printf("node %d %llu %u %u/%u:%llu\n", level, (unsigned long long)bucket,
+		       n->key.gen, bch_inode_slot(n->key.inode), bch_inode_epoch(n->key.inode),
+		       (unsigned long long)n->key.end);
+		qsort(d->keys + n->first, n->nkeys, sizeof(*d->keys), cmp_key);
+		for (j = n->first; j < n->first + n->nkeys; j++) {
+			const struct bch_bkey *k = &d->keys[j];
+
+			printf("key %u/%u %llu %llu %llu+%llu %u ", bch_inode_slot(k->inode),
+			       bch_inode_epoch(k->inode), (unsigned long long)bch_key_start(k),
+			       (unsigned long long)k->end,
+			       (unsigned long long)(k->ptr / c->bucket_size),
+			       (unsigned long long)(k->ptr % c->bucket_size), k->gen);
+			print_flags(k->flags);
+			printf(" %s\n", bch_key_state_names[bch_key_state(c, k)]);
+		}
+	}
+}
+
+/* Labels come from disk: escaped, never raw; spaces too, to keep fields. */
+static void print_label(const u8 *label, size_t len)
+{
+	size_t i;
+
+	if (!len || !label[0]) {
+		fputs("-", stdout);
+		return;
+	}
+	for (i = 0; i < len && label[i]; i++) {
+		if (label[i] > ' ' && label[i] < 0x7f && label[i] != '\\')
+			putchar(label[i]);
+		else
+			printf("\\x%02x", label[i]);
+	}
+}
+
+/* "ok" or "BAD" for the copy that is not current. */
+static const char *other_ok(struct bch_cache *c, __le64 offset, __le32 sectors, __le32 csum)
+{
+	u32 got;
+
+	if (bch_region_csum(&c->dev, le64toh(offset), le32toh(sectors), &got))
+		return "unreadable";
+	return got == le32toh(csum) ? "ok" : "BAD";
+}
+
+static void print_uuids(struct bch_cache *c)
+{
+	static const struct { u32 bit; const char *name; } bits[] = {
+		{ BCH_UUID_VALID, "valid" }, { BCH_UUID_EPHEMERAL, "ephemeral" },
+		{ BCH_UUID_ATTACHED, "attached" }, { BCH_UUID_FINGERPRINT, "fingerprint" },
+	};
+	unsigned int i, j, shown = 0, cur = le32toh(c->sb.uuid_current);
+	char s[BCH_UUID_STR_LEN];
+
+	printf("# uuids: copy %u (current), checksum %s; copy %u (previous), checksum %s\n",
+	       cur, c->uuid_csum_ok ? "ok" : "BAD (contents untrusted)", !cur,
+	       other_ok(c, c->sb.uuid_offset[!cur], c->sb.uuid_sectors, c->sb.uuid_csum_other));
+	printf("# slot INDEX UUID EPOCH FLAGS SECTORS FINGERPRINT FIRST_ATTACH LAST_ATTACH LABEL\n");
+	for (i = 0; i < BCH_UUID_SLOTS; i++) {
+		const struct bch_uuid_disk *u = &c->uuids[i];
+		u32 flags = le32toh(u->flags);
+		const char *sep = "";
+
+		if (!flags && !u->epoch)
+			continue;	/* never used */
+		shown++;
+		bch_uuid_format(u->uuid, s);
+		printf("slot %u %s %u ", i, s, le32toh(u->epoch));
+		if (!flags)
+			fputs("free", stdout);
+		for (j = 0; j < ARRAY_SIZE(bits); j++) {
+			if (flags & bits[j].bit) {
+				printf("%s%s", sep, bits[j].name);
+				sep = ",";
+				flags &= ~bits[j].bit;
+			}
+		}
+		if (flags)
+			printf("%s0x%x", sep, flags);
+		printf(" %llu ", (unsigned long long)le64toh(u->sectors));
+		if (le32toh(u->flags) & BCH_UUID_FINGERPRINT)
+			printf("0x%08x", le32toh(u->fingerprint));
+		else
+			fputs("-", stdout);
+		printf(" %llu %llu ", (unsigned long long)le64toh(u->first_attach),
+		       (unsigned long long)le64toh(u->last_attach));
+		print_label(u->label, sizeof(u->label));
+		putchar('\n');
+	}
+	printf("# %u slot(s) used now or before, %u never used\n", shown, BCH_UUID_SLOTS - shown);
+}
+
+static int print_buckets(struct bch_cache *c, const struct dump *d, bool have_index)
+{
+	u64 meta = 0, btree = 0, data = 0, free_ = 0, live = 0, i, gens[256] = { 0 };
+	u64 pmin = U64_MAX, pmax = 0, psum = 0;
+	u32 *sectors = calloc(c->nbuckets, sizeof(*sectors));
+	u8 *node = calloc(c->nbuckets, 1);
+	size_t j;
+
+	if (!sectors || !node) {
+		free(sectors);
+		free(node);
+		printf("# buckets: out of memory\n");
+		return -1;
+	}
+	for (j = 0; have_index && j < d->nnodes; j++)
+		if (d->nodes[j].key.ptr / c->bucket_size < c->nbuckets)
+			node[d->nodes[j].key.ptr / c->bucket_size] = 1;
+	for (j = 0; have_index && j < d->nkeys; j++) {
+		const struct bch_bkey *k = &d->keys[j];
+
+		if (bch_key_state(c, k) == BCH_KEY_LIVE) {
+			sectors[k->ptr / c->bucket_size] += k->size;
+			live += k->size;
+		}
+	}
+	for (i = 0; i < c->nbuckets; i++) {
+		gens[c->prio[i].gen]++;
+		if (i < c->first_bucket) {
+			meta++;
+		} else if (node[i]) {
+			btree++;
+		} else if (sectors[i]) {
+			u16 p = le16toh(c->prio[i].prio);
+
+			data++;
+			pmin = p < pmin ? p : pmin;
+			pmax = p > pmax ? p : pmax;
+			psum += p;
+		} else {
+			free_++;
+		}
+	}
+	printf("# buckets: %llu of %u sectors; bucket array copy %u (current), checksum %s; copy %u (previous), checksum %s\n",
+	       (unsigned long long)c->nbuckets, c->bucket_size, le32toh(c->sb.prio_current),
+	       c->prio_csum_ok ? "ok" : "BAD (contents untrusted)", !le32toh(c->sb.prio_current),
+	       other_ok(c, c->sb.prio_offset[!le32toh(c->sb.prio_current)], c->sb.prio_sectors,
+			c->sb.prio_csum_other));
+	if (!have_index)
+		printf("# no index: every data bucket is free at the next attach\n");
+	printf("state meta %llu\nstate btree %llu\nstate data %llu\nstate free %llu\n",
+	       (unsigned long long)meta, (unsigned long long)btree, (unsigned long long)data,
+	       (unsigned long long)free_);
+	printf("live_sectors %llu\n", (unsigned long long)live);
+	if (data)
+		printf("prio data min %llu avg %llu max %llu\n", (unsigned long long)pmin,
+		       (unsigned long long)(psum / data), (unsigned long long)pmax);
+	printf("# gen GEN BUCKETS (generations in use)\n");
+	for (i = 0; i < 256; i++)
+		if (gens[i])
+			printf("gen %llu %llu\n", (unsigned long long)i,
+			       (unsigned long long)gens[i]);
+	free(sectors);
+	free(node);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "btree",	no_argument, NULL, 'b' },
+		{ "uuids",	no_argument, NULL, 'u' },
+		{ "buckets",	no_argument, NULL, 'B' },
+		{ "help",	no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	bool btree = false, uuids = false, buckets = false, bad = false, have_index = false;
+	char dev[BCH_UUID_STR_LEN], set[BCH_UUID_STR_LEN];
+	struct dump d = { 0 };
+	struct bch_cache c;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "buBh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'b':
+			btree = true;
+			break;
+		case 'u':
+			uuids = true;
+			break;
+		case 'B':
+			buckets = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			fprintf(stderr, "Try '" PROG " --help' for more information.\n");
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, PROG ": %s\n", optind == argc ? "no device given" : "too many arguments");
+		usage(stderr);
+		return 2;
+	}
+	if (!btree && !uuids && !buckets) {
+		btree = true;
+		uuids = true;
+		buckets = true;
+	}
+
+	if (bch_cache_open(&c, argv[optind], false)) {
+		fprintf(stderr, PROG ": %s\n", bch_strerror());
+		return 3;
+	}
+	if (bch_cache_read_meta(&c)) {
+		fprintf(stderr, PROG ": %s\n", bch_strerror());
+		bch_cache_close(&c);
+		return 3;
+	}
+	bch_uuid_format(c.sb.uuid, dev);
+	bch_uuid_format(c.sb.set_uuid, set);
+	printf("# %s: dm-bcache cache %s, cache set %s, %s, seq %llu\n", argv[optind], dev, set,
+	       c.clean ? "clean" : "dirty", (unsigned long long)le64toh(c.sb.seq));
+	if (!c.prio_csum_ok || !c.uuid_csum_ok)
+		bad = true;
+
+	if (btree || buckets)
+		have_index = walk_index(&c, &d, &bad);
+	if (btree && have_index)
+		print_btree(&c, &d);
+	if (uuids)
+		print_uuids(&c);
+	if (buckets && print_buckets(&c, &d, have_index))
+		bad = true;
+
+	free(d.nodes);
+	free(d.keys);
+	bch_cache_close(&c);
+	return bad ? 1 : 0;
+}
