@@ -2,7 +2,7 @@
 include vm/config.mk
 export KVER KDIR BUILD KROOT
 
-.PHONY: all module tools deps test initramfs clean checkpatch unit
+.PHONY: all module tools deps test initramfs clean checkpatch unit bench debug-kernel debug-initramfs
 
 all: module tools
 
@@ -23,13 +23,48 @@ deps:
 initramfs: all
 	vm/mkinitramfs.sh
 
-# Run the whole suite in QEMU; T=name runs one scenario, J=n in parallel.
-test: initramfs
+# The debug guest kernel (KASAN, lockdep, kmemleak, ...; vm/debug.config),
+# dm-bcache.ko for it and its initramfs, all under $(BUILD)/debug.
+debug-kernel: tools
+	vm/debug-kernel.sh
+
+# The debug dm-bcache.ko and initramfs from the current sources.
+debug-initramfs: tools
+	vm/debug-kernel.sh module initramfs
+
+# Run the whole suite in QEMU; T=name runs one scenario, J=n in parallel;
+# KERNEL=debug under the debug kernel ('make debug-kernel' first).
+test: $(if $(filter debug,$(KERNEL)),debug-initramfs,initramfs)
 	tests/run $(if $(T),$(T))
+
+# Benchmark in one QEMU guest: dm-bcache beside the raw devices, mainline
+# bcache, dm-cache (smq) and dm-writecache. Report: $(BUILD)/bench/report.md.
+# Not part of 'test'; asserts nothing. Knobs: see bench/run.sh --help.
+bench: initramfs
+	bench/run.sh
 
 # Only the host-side suites (tests/host), no QEMU.
 unit: tools
 	tests/run 'host-*'
+
+# Install the tools (built if needed), bcachectl, the man pages, the udev
+# rule and, if it was built ('make module'), the module:
+#   make install [DESTDIR=/tmp/stage]     (then depmod -a $(KVER) on the target)
+# DKMS users install the module with dkms.conf instead.
+.PHONY: install
+install:
+	$(MAKE) -C bcache-tools install DESTDIR=$(if $(DESTDIR),$(abspath $(DESTDIR)))
+	install -D -m 0755 dmsetup-tables/bcachectl $(DESTDIR)/usr/sbin/bcachectl
+	install -D -m 0644 udev/69-dm-bcache.rules \
+		$(DESTDIR)/usr/lib/udev/rules.d/69-dm-bcache.rules
+	@if [ -f dm-bcache/dm-bcache.ko ]; then \
+		echo install -D -m 0644 dm-bcache/dm-bcache.ko \
+			$(DESTDIR)/lib/modules/$(KVER)/extra/dm-bcache.ko; \
+		install -D -m 0644 dm-bcache/dm-bcache.ko \
+			$(DESTDIR)/lib/modules/$(KVER)/extra/dm-bcache.ko; \
+	else \
+		echo "install: dm-bcache/dm-bcache.ko is not built ('make module'): not installed"; \
+	fi
 
 checkpatch:
 	vm/checkpatch.sh

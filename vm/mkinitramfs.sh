@@ -12,8 +12,10 @@ die() { echo "mkinitramfs.sh: error: $*" >&2; exit 1; }
 warn() { echo "mkinitramfs.sh: warning: $*" >&2; }
 
 TOP=$DMB_TOP
-OUT=$BUILD/initramfs.cpio.gz
-ROOT=$BUILD/initramfs.root
+# DMB_INITRAMFS: another output (vm/debug-kernel.sh's, with its own KVER,
+# KDIR, KROOT and DMB_KO); the staging tree is named after it.
+OUT=${DMB_INITRAMFS:-$BUILD/initramfs.cpio.gz}
+ROOT=${OUT%.cpio.gz}.root
 MODSRC=$KROOT/lib/modules/$KVER
 MODDST=lib/modules/$KVER
 DMB_KO=${DMB_KO:-$TOP/dm-bcache/dm-bcache.ko}
@@ -141,7 +143,7 @@ extract_vmlinux() {
 	local z=$KROOT/boot/vmlinuz-$KVER out=$BUILD/vmlinux-$KVER off
 	[ -s "$out" ] && [ "$out" -nt "$z" ] && return 0
 	rm -f "$out"
-	off=$(LC_ALL=C grep -abo $'\xfd7zXZ' "$z" | head -n 1 | cut -d: -f1)
+	off=$(LC_ALL=C grep -abo $'\xfd7zXZ' "$z" | head -n 1 | cut -d: -f1) || true
 	[ -n "$off" ] || { warn "no xz stream in $z: guests boot the bzImage"; return 0; }
 	# the data after the xz stream makes xz exit non-zero: judge the output
 	tail -c +$((off + 1)) "$z" | xz -dc 2>/dev/null >"$out.tmp" || true
@@ -215,7 +217,7 @@ for m in "${mods[@]}"; do
 	modprobe -S "$KVER" -d "$KROOT" --show-depends "$m" ||
 		die "kernel module '$m' not found in $MODSRC"
 done | while read -r kind path _; do
-	[ "$kind" = insmod ] || continue
+	[ "$kind" = insmod ] || continue # "builtin NAME": in the kernel image
 	put "$path" "/${path#"$KROOT"/}"
 done
 for f in modules.order modules.builtin modules.builtin.modinfo; do
