@@ -167,8 +167,8 @@ END {
 		}
 		# CPU cost
 		if ((c, "hit", "dm-linear") in seen) {
-			printf "\n### CPU cost: guest system time per IO (system+irq+softirq, all CPUs)\n\n" > B
-			print "Per IO of the hit-path jobs; \"x dm-linear\" = median of (contender / its paired reference run), divided by the same for dm-linear over the cache device." > B
+			printf "\n### CPU cost: guest system time per IO\n\n" > B
+			print "Per IO of the hit-path jobs, of the fio job'"'"'s threads (fio'"'"'s own accounting: the hit path runs in the submitting thread); \"x dm-linear\" = median of (contender / its simultaneous reference run), divided by the same for dm-linear over the cache device." > B
 			print "\n| contender | job | sys us/IO | user us/IO | x dm-linear |" > B
 			print "| --- | --- | ---: | ---: | ---: |" > B
 			for (k = 1; k <= nj; k++) {
@@ -405,15 +405,21 @@ fi
 	  dm-linear over the cache device (the CPU baseline). Buckets are 128 KiB
 	  for both bcaches because mainline refuses a cache of fewer than 513
 	  buckets.
-	- Every measured repetition is preceded by a short run of the same job on
-	  a **reference device** identical to the cache device (another brd, or
-	  another shm virtio disk). "x raw cache" is the median over the
-	  repetitions of (contender / its reference run): the host's load drifts
-	  over minutes, and this cancels it. (m) marks a ratio of medians
-	  instead (the raw origin, which runs unpaired). "x best peer" compares
-	  these normalized figures with the best other cache (bcache, dm-cache,
-	  and dm-writecache in the write jobs: note that it is a writeback cache,
-	  the others write through).
+	- In `brd-fast` and `shm-fast`, every measured repetition runs **side by
+	  side** with the same job on a **reference device** identical to the
+	  cache device (another brd, or another shm virtio disk): one fio run, two
+	  job groups at once, so both see the same host load at the same moment.
+	  "x raw cache (paired)" is the median over the repetitions of
+	  (contender / its simultaneous reference); in a TCG guest everything is
+	  CPU-bound, so this is the ratio of the cost per IO. "x raw cache
+	  (medians)" is the plain ratio of medians to the raw cache device run
+	  on its own turn (shown for transparency; it carries the host's drift
+	  between turns). `brd-hdd` jobs are bound by the origin's 8 ms
+	  (wall-clock time, which the host's load does not stretch): they run
+	  alone, and their ratios are ratios of medians. "x best peer" divides
+	  by the best other cache (bcache, dm-cache, and dm-writecache in the
+	  write jobs: note that it is a writeback cache, the others write
+	  through).
 	- The working sets are warmed until a pass of reads hits >= 99% by the
 	  contender's counters (dm-bcache and dm-cache: their status; mainline
 	  bcache: its /dev/bcache0 reads minus the origin's, from the block layer
@@ -424,10 +430,10 @@ fi
 	  mainline bcache with 1024 buckets keeps a free reserve of one bucket
 	  and does not wait for a bucket to fill a read miss, so it drops most
 	  misses that span buckets (1 MiB reads hardly get cached at all).
-	- Hit path jobs run in `brd-fast` (cached data: the origin's speed does
-	  not matter) with reference runs; the `brd-hdd` jobs are bound by the
-	  origin's 8 ms (wall-clock time, which the host's load does not
-	  stretch), so they run without them and their ratios are of medians.
+	- Hit-path and sequential jobs run in `brd-fast` (cached data: the
+	  origin's speed does not matter).
+	- Writes run with fio's serialize_overlap (never two writes in flight to
+	  the same block), so that the verify step can demand cache == origin.
 	- "median" and "range" are over the repetitions; "mean lat" is fio's mean
 	  total latency.
 	EOF

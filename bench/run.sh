@@ -19,8 +19,6 @@
 #   BENCH_DELAY_MS=8      origin read and write delay of the *-hdd cases
 #   BENCH_REPS=3          repetitions of every measured job (median reported)
 #   BENCH_RT=3            seconds per repetition
-#   BENCH_REF_RT=2        seconds of the reference run paired with each one
-#                         (brd-fast, shm-fast: see bench/guest/bench.sh)
 #   BENCH_ZIPF_RT=15      seconds of the zipf-from-cold run
 #   BENCH_CACHE_MB=128    cache size
 #   BENCH_SMP=2 BENCH_MEM=4G BENCH_TIMEOUT=2400   the guest
@@ -39,7 +37,6 @@ CASES=${BENCH_CASES:-brd-hdd,brd-fast,shm-fast}
 DELAY=${BENCH_DELAY_MS:-8}
 REPS=${BENCH_REPS:-3}
 RT=${BENCH_RT:-3}
-REFT=${BENCH_REF_RT:-2}
 ZRT=${BENCH_ZIPF_RT:-15}
 CACHE_MB=${BENCH_CACHE_MB:-128}
 SMP=${BENCH_SMP:-2}
@@ -48,7 +45,7 @@ TIMEOUT=${BENCH_TIMEOUT:-2400}
 ORIGIN_MB=1024
 
 die() { echo "bench/run.sh: error: $*" >&2; exit 2; }
-for v in DELAY REPS RT REFT ZRT CACHE_MB SMP TIMEOUT; do
+for v in DELAY REPS RT ZRT CACHE_MB SMP TIMEOUT; do
 	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v=${!v} is not a number"
 done
 [[ $CASES =~ ^[a-z,-]+$ ]] || die "bad BENCH_CASES=$CASES"
@@ -131,7 +128,7 @@ append="console=ttyS0 panic=-1 oops=panic printk.devkmsg=on mitigations=off"
 [[ $kernel == *vmlinuz* ]] && append+=" edd=off"
 append+=" dmb.test=${BENCH_GUEST_SCRIPT:-bench} dmb.suite=bench dmb.boot=1 dmb.boots=1"
 append+=" dmb.disks=origin,shmcache,shmref,results dmb.timeout=$TIMEOUT"
-append+=" bench.cases=$CASES bench.delay=$DELAY bench.reps=$REPS bench.rt=$RT bench.reft=$REFT"
+append+=" bench.cases=$CASES bench.delay=$DELAY bench.reps=$REPS bench.rt=$RT"
 append+=" bench.zrt=$ZRT bench.cache_mb=$CACHE_MB"
 QEMU+=(-append "$append")
 printf '%q ' "${QEMU[@]}" >"$OUT/qemu.cmd"

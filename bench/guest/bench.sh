@@ -8,28 +8,30 @@
 # into the report.
 #
 # Noise: another QEMU may share the host, and a TCG guest's speed follows
-# its share of the host CPUs. So in the CPU-bound cases (brd-fast,
-# shm-fast) every measured repetition of a contender is paired with a
-# short run of the same job on a reference device (a second brd, or a
-# second shm virtio disk, identical to the cache device) just before it:
-# the report's ratios are medians of per-repetition ratios to that adjacent
-# reference, which cancels the drift between contenders measured minutes
-# apart. The brd-hdd jobs are bound by the origin's delay (wall-clock
-# time, which the host's load does not stretch): no reference runs there.
+# its share of the host CPUs, which changes from second to second. So in
+# the CPU-bound cases (brd-fast, shm-fast) every measured repetition runs
+# side by side with the same job on a reference device (a second brd, or a
+# second shm virtio disk, identical to the cache device), in one fio run:
+# the report's ratios are medians of per-repetition ratios to that
+# simultaneous reference. In a TCG guest everything is CPU-bound, so the
+# ratio is the ratio of the cost per IO. The brd-hdd jobs are bound by the
+# origin's delay (wall-clock time, which the host's load does not
+# stretch): they run alone, and their ratios are ratios of medians.
 #
 # Kernel command line (set by bench/run.sh):
 #   bench.cases=brd-hdd,brd-fast,shm-fast   cases, in order
 #   bench.delay=8     origin delay of the *-hdd cases, ms (reads and writes)
 #   bench.reps=3      repetitions of each measured job
-#   bench.rt=3        seconds per repetition (reference runs: bench.reft=2)
+#   bench.rt=3        seconds per repetition
 #   bench.zrt=15      seconds of the zipf-from-cold run
 #   bench.cache_mb=128   cache size (brd and the shm virtio disk)
 #
 # Result lines in /tmp/bench/results.txt (space separated):
 #   R case job contender rep riops rbw_kib wiops wbw_kib lat_us fast_pct ios sys_us usr_us
-#       one fio run; contender "ref@X" is the reference run paired with X's
-#       repetition; fast_pct: IOs done in <= 4 ms; sys_us, usr_us: guest
-#       CPU time (all CPUs, /proc/stat: system+irq+softirq, user) per IO
+#       one fio run; contender "ref@X": the reference run side by side
+#       with X's repetition; fast_pct: IOs done in <= 4 ms; sys_us, usr_us:
+#       CPU time per IO (paired runs: of the job's threads, from fio;
+#       others: all CPUs, /proc/stat system+irq+softirq, user)
 #   H case job contender hits misses    the contender's counters over a job's repetitions
 #   W case job contender passes hits misses   warm-up: passes, the last pass's counters
 #   Z case contender second ios fast    zipf run, per second: IOs, IOs <= delay/2
@@ -61,7 +63,6 @@ CASES=$(bparam cases brd-hdd,brd-fast,shm-fast | tr ',' ' ')
 DELAY_MS=$(bparam delay 8)
 REPS=$(bparam reps 3)
 RT=$(bparam rt 3)
-REFT=$(bparam reft 2)
 ZRT=$(bparam zrt 15)
 CACHE_MB=$(bparam cache_mb 128)
 # Bucket size of dm-bcache and mainline bcache alike: mainline refuses a
@@ -176,18 +177,58 @@ warm() {
 	say "  warm $j: $p pass(es), last pass hits/misses $d"
 }
 
-# Measured repetitions of one job, each after its reference run:
-# reps CASE JOB CONT DEV fio-args... (the args end with --runtime=$RT)
+# One measured repetition side by side with the reference device: a single
+# fio run of two job groups at once, group 0 on REFDEV, group 1 on the
+# contender, same options, all threads on CPU 0: they see the same host
+# load at the same moment and the guest scheduler shares that one vCPU
+# fairly between them (on two vCPUs, the host schedules the two vCPU
+# threads unevenly: two identical brds measured at once differed 2.5x).
+# fio_pair CASE JOB CONT REP DEV fio-args...   prints "contender | reference"
+# CPU per IO: fio's own system/user time of the job's threads (the hit
+# path runs in the submitting thread), not /proc/stat, which both share.
+fio_pair() {
+	local c=$1 j=$2 n=$3 r=$4 dev=$5 o nt a rc
+	shift 5
+	o=$B/raw/$c.$j.$n.$r
+	nt=1
+	for a in "$@"; do case $a in --numjobs=*) nt=${a#--numjobs=} ;; esac; done
+	fio --ioengine=libaio --group_reporting --eta=never --output-format=terse --terse-version=3 \
+		--cpus_allowed=0 "$@" --name=ref --filename="$REFDEV" --name="$j" --filename="$dev" --new_group \
+		>"$o.terse" 2>"$o.err"
+	rc=$?
+	if [ $rc -ne 0 ] || [ "$(grep -c '^3;' "$o.terse")" -ne 2 ]; then
+		err "$c $n fio $j rep $r failed (exit $rc): $(head -c 300 "$o.err" | tr '\n' ' ')"
+		return 1
+	fi
+	grep '^3;' "$o.terse" | awk -F';' -v c="$c" -v j="$j" -v n="$n" -v r="$r" -v nt="$nt" '{
+		fast = 0; for (i = 100; i <= 111; i++) { v = $i; sub(/%/, "", v); fast += v }
+		ios = $8 * $9 / 1000 + $49 * $50 / 1000
+		lat = (ios > 0) ? ($40 * $8 * $9 / 1000 + $81 * $49 * $50 / 1000) / ios : 0
+		rt = ($9 > $50) ? $9 : $50
+		u = $88; sub(/%/, "", u); sy = $89; sub(/%/, "", sy)
+		sysus = (ios > 0) ? sy / 100 * rt * 1000 * nt / ios : 0
+		usrus = (ios > 0) ? u / 100 * rt * 1000 * nt / ios : 0
+		name = ($4 == 0) ? "ref@" n : n
+		printf "R %s %s %s %s %.1f %.0f %.1f %.0f %.1f %.2f %.0f %.3f %.3f\n",
+			c, j, name, r, $8, $7, $49, $48, lat, fast, ios, sysus, usrus }' >"$o.res"
+	cat "$o.res" >>"$B/results.txt"
+	echo "$(grep -v " ref@" "$o.res" | cut -d' ' -f6-9,14) | $(grep " ref@" "$o.res" | cut -d' ' -f6-9,14)"
+}
+
+# Measured repetitions of one job (side by side with the reference device
+# when the case has one): reps CASE JOB CONT DEV fio-args...
 reps() {
-	local c=$1 j=$2 n=$3 dev=$4 r=1 c0 c1 v ref=
+	local c=$1 j=$2 n=$3 dev=$4 r=1 c0 c1 v
 	shift 4
 	c0=$(counters "$n")
 	while [ $r -le "$REPS" ]; do
-		if [ -n "$REFDEV" ] && [ "$n" != raw-origin ]; then
-			ref=$(fio_run "$c" "$j" "ref@$n" $r "$REFDEV" "$@" --runtime="$REFT") || return 1
+		if [ -n "$REFDEV" ]; then
+			v=$(fio_pair "$c" "$j" "$n" $r "$dev" "$@") || return 1
+		else
+			v=$(fio_run "$c" "$j" "$n" $r "$dev" "$@") || return 1
+			v=$(echo "$v" | cut -d' ' -f1-4,8)
 		fi
-		v=$(fio_run "$c" "$j" "$n" $r "$dev" "$@") || return 1
-		say "  $j rep $r: $(echo "$v" | cut -d' ' -f1-4,8) | ref $(echo "$ref" | cut -d' ' -f1-4,8)"
+		say "  $j rep $r: $v"
 		r=$((r + 1))
 	done
 	c1=$(counters "$n")
@@ -340,7 +381,7 @@ R4K="--rw=randread --bs=4k --direct=1 --norandommap --randrepeat=0"
 main_jobs() {
 	local c=$1 n=$2 jobs=$3 dev=$DEV regions=
 	if is_rcache "$n" && { has "$jobs" hit || has "$jobs" hitqd || has "$jobs" rw9010 || has "$jobs" seq1m-frag; }; then
-		warm "$c" hot "$n" "$dev" $HOT_OFF $HOT_MB 4k 8 || return 1
+		warm "$c" hot "$n" "$dev" $HOT_OFF $HOT_MB 4k 6 || return 1
 		regions="$HOT_OFF:$HOT_MB"
 	fi
 	if has "$jobs" hit; then
@@ -358,7 +399,7 @@ main_jobs() {
 			--offset=${HOT_OFF}M --size=${HOT_MB}M --time_based --runtime="$RT" || return 1
 	fi
 	if is_rcache "$n" && { has "$jobs" seq1m || has "$jobs" bufseq; }; then
-		warm "$c" seq "$n" "$dev" $SEQ_OFF $SEQ_MB 128k 8 4 || return 1
+		warm "$c" seq "$n" "$dev" $SEQ_OFF $SEQ_MB 128k 6 4 || return 1
 		regions="$regions $SEQ_OFF:$SEQ_MB"
 	fi
 	if has "$jobs" seq1m; then
@@ -610,12 +651,12 @@ out "V fio $(fio --version)"
 out "V date $(date -u '+%Y-%m-%dT%H:%M:%SZ')"
 out "V cpus $(grep -c ^processor /proc/cpuinfo) $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1 | tr ' ' '_')"
 out "V mem_kib $(awk '/MemTotal/ { print $2 }' /proc/meminfo)"
-out "V params delay_ms=$DELAY_MS reps=$REPS rt=${RT}s ref_rt=${REFT}s zipf_rt=${ZRT}s cache_mb=$CACHE_MB bucket=$BUCKET"
+out "V params delay_ms=$DELAY_MS reps=$REPS rt=${RT}s zipf_rt=${ZRT}s cache_mb=$CACHE_MB bucket=$BUCKET"
 out "V origin $ORIGIN_DISK $(($(sectors "$ORIGIN_DISK") / MiB))MiB"
 out "V dmsetup $(dmsetup --version 2>/dev/null | tr '\n' ' ' | tr -s ' ' | tr ' ' '_')"
 out "V targets $(dmsetup targets | awk '$1 ~ /^(bcache|cache|writecache|delay|linear)$/ { printf "%s-%s,", $1, $2 }')"
 
-say "start: cases $CASES, origin delay ${DELAY_MS} ms in the -hdd cases, $REPS x ${RT}s (+${REFT}s reference), cache ${CACHE_MB} MiB"
+say "start: cases $CASES, origin delay ${DELAY_MS} ms in the -hdd cases, $REPS x ${RT}s, cache ${CACHE_MB} MiB"
 t0=$(now)
 # Every device gets its final contents once: the brd pages are allocated
 # (so no contender pays for the first touch, and the memory job sees none
