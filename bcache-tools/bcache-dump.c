@@ -250,11 +250,7 @@ static const char *other_ok(struct bch_cache *c, __le64 offset, __le32 sectors, 
 
 static void print_uuids(struct bch_cache *c)
 {
-	static const struct { u32 bit; const char *name; } bits[] = {
-		{ BCH_UUID_VALID, "valid" }, { BCH_UUID_EPHEMERAL, "ephemeral" },
-		{ BCH_UUID_ATTACHED, "attached" }, { BCH_UUID_FINGERPRINT, "fingerprint" },
-	};
-	unsigned int i, j, shown = 0, cur = le32toh(c->sb.uuid_current);
+	unsigned int i, shown = 0, cur = le32toh(c->sb.uuid_current);
 	char s[BCH_UUID_STR_LEN];
 
 	printf("# uuids: copy %u (current), checksum %s; copy %u (previous), checksum %s\n",
@@ -264,7 +260,6 @@ static void print_uuids(struct bch_cache *c)
 	for (i = 0; i < BCH_UUID_SLOTS; i++) {
 		const struct bch_uuid_disk *u = &c->uuids[i];
 		u32 flags = le32toh(u->flags);
-		const char *sep = "";
 
 		if (!flags && !u->epoch)
 			continue;	/* never used */
@@ -273,15 +268,7 @@ static void print_uuids(struct bch_cache *c)
 		printf("slot %u %s %u ", i, s, le32toh(u->epoch));
 		if (!flags)
 			fputs("free", stdout);
-		for (j = 0; j < ARRAY_SIZE(bits); j++) {
-			if (flags & bits[j].bit) {
-				printf("%s%s", sep, bits[j].name);
-				sep = ",";
-				flags &= ~bits[j].bit;
-			}
-		}
-		if (flags)
-			printf("%s0x%x", sep, flags);
+		bch_uuid_print_flags(flags);
 		printf(" %llu ", (unsigned long long)le64toh(u->sectors));
 		if (le32toh(u->flags) & BCH_UUID_FINGERPRINT)
 			printf("0x%08x", le32toh(u->fingerprint));

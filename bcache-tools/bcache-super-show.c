@@ -142,25 +142,8 @@ static bool check_copy(struct bch_dev *dev, const char *key,
 
 static void print_slot_flags(const char *name, uint32_t flags)
 {
-	static const struct { uint32_t bit; const char *name; } bits[] = {
-		{ BCH_UUID_VALID,	"valid" },
-		{ BCH_UUID_EPHEMERAL,	"ephemeral" },
-		{ BCH_UUID_ATTACHED,	"attached" },
-		{ BCH_UUID_FINGERPRINT,	"fingerprint" },
-	};
-	const char *sep = "";
-	unsigned int i;
-
 	printf("%s\t", name);
-	for (i = 0; i < ARRAY_SIZE(bits); i++) {
-		if (flags & bits[i].bit) {
-			printf("%s%s", sep, bits[i].name);
-			sep = ",";
-			flags &= ~bits[i].bit;
-		}
-	}
-	if (flags)
-		printf("%s0x%x", sep, flags);
+	bch_uuid_print_flags(flags);
 	putchar('\n');
 }
 

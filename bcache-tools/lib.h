@@ -35,6 +35,8 @@ int bch_uuid_generate(uint8_t uuid[16]);
 int bch_uuid_parse(const char *str, uint8_t uuid[16]);
 void bch_uuid_format(const uint8_t uuid[16], char *buf);
 bool bch_uuid_is_nil(const uint8_t uuid[16]);
+/* A slot's BCH_UUID_* flags as "valid,attached,...", unknown bits in hex. */
+void bch_uuid_print_flags(uint32_t flags);
 
 /* crc32c.c: crc32c() has the kernel's semantics (no inversion). */
 uint32_t crc32c(uint32_t crc, const void *buf, size_t len);

@@ -87,3 +87,25 @@ bool bch_uuid_is_nil(const uint8_t uuid[16])
 
 	return !memcmp(uuid, nil, 16);
 }
+
+void bch_uuid_print_flags(uint32_t flags)
+{
+	static const struct { uint32_t bit; const char *name; } bits[] = {
+		{ BCH_UUID_VALID,	"valid" },
+		{ BCH_UUID_EPHEMERAL,	"ephemeral" },
+		{ BCH_UUID_ATTACHED,	"attached" },
+		{ BCH_UUID_FINGERPRINT,	"fingerprint" },
+	};
+	const char *sep = "";
+	unsigned int i;
+
+	for (i = 0; i < sizeof(bits) / sizeof(bits[0]); i++) {
+		if (flags & bits[i].bit) {
+			printf("%s%s", sep, bits[i].name);
+			sep = ",";
+			flags &= ~bits[i].bit;
+		}
+	}
+	if (flags)
+		printf("%s0x%x", sep, flags);
+}
