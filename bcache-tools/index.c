@@ -60,32 +60,6 @@ u32 bch_crc32c(const void *buf, size_t len)
 	return bch_csum(buf, len);
 }
 
-/* Keys. */
-
-void bch_key_from_disk(struct bch_bkey *k, const struct bch_bkey_disk *d)
-{
-	k->inode = le32toh(d->inode);
-	k->size = le32toh(d->size);
-	k->end = le64toh(d->offset);
-	k->ptr = le64toh(d->ptr);
-	k->gen = d->gen;
-	k->flags = d->flags;
-	k->pad = 0;
-	k->csum = le32toh(d->csum);
-}
-
-void bch_key_to_disk(struct bch_bkey_disk *d, const struct bch_bkey *k)
-{
-	d->inode = htole32(k->inode);
-	d->size = htole32(k->size);
-	d->offset = htole64(k->end);
-	d->ptr = htole64(k->ptr);
-	d->gen = k->gen;
-	d->flags = k->flags;
-	d->pad = 0;
-	d->csum = htole32(k->csum);
-}
-
 /*
  * As the kernel decides at the next attach after a clean shutdown
  * (bch_uuids_recover(), then bch_key_dead()), plus the two states that
@@ -294,7 +268,7 @@ static int do_load(struct bch_cache *c)
 {
 	struct bch_bkey root;
 
-	bch_key_from_disk(&root, &c->sb.btree_root);
+	bch_bkey_unpack(&root, &c->sb.btree_root);
 	return bch_btree_load(&c->b, &root, le32toh(c->sb.btree_level));
 }
 

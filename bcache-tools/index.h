@@ -95,9 +95,6 @@ void *bch_read_region(struct bch_dev *dev, u64 sector, u64 sectors);
 
 enum bch_key_state bch_key_state(const struct bch_cache *c, const struct bch_bkey *k);
 
-void bch_key_from_disk(struct bch_bkey *k, const struct bch_bkey_disk *d);
-void bch_key_to_disk(struct bch_bkey_disk *d, const struct bch_bkey *k);
-
 /* ops->io for node buckets of c's device (write only if opened rw). */
 int bch_index_io(struct bch_btree *b, bool write, u64 bucket, u32 offset, void *buf,
 		 u32 sectors);

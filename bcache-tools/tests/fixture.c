@@ -202,7 +202,7 @@ static int do_index(int argc, char **argv)
 		c.prio[c.first_bucket + i].gen++;
 
 	bch_btree_root(&c.b, &root, &level);
-	bch_key_to_disk(&c.sb.btree_root, &root);
+	bch_bkey_pack(&c.sb.btree_root, &root);
 	c.sb.btree_level = htole32(level);
 	c.sb.flags = htole64(BCH_SB_CLEAN);
 	write_meta();
