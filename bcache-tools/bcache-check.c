@@ -5,14 +5,19 @@
  *
  * Checked: the superblock, the current copy of the bucket array and of
  * the UUID table (the previous copies are only reported: the kernel falls
- * back to them when the current one is bad), and, after a clean shutdown,
- * the whole index, loaded with the kernel's own btree code. A repair never
- * guesses: what cannot be trusted is invalidated, with the two-copy
+ * back to them when the current one is bad), the journal, and the whole
+ * index as the next attach builds it: the checkpoint the superblock names,
+ * loaded with the kernel's own btree code, with the journal replayed over
+ * it. The dirty data of that index (writeback: live keys flagged dirty,
+ * whose data exists only on the cache) is counted per UUID slot. A repair
+ * never guesses: what cannot be trusted is invalidated, with the two-copy
  * discipline of the kernel (write the copy that is not the one trusted,
- * flush, then the superblock).
+ * flush, then the superblock); it refuses to drop an index holding dirty
+ * data, or one whose dirty data cannot be counted, unless forced.
  *
- * Exit status: 0 consistent, 1 inconsistencies found (repaired or not),
- * 2 usage, 3 the device cannot be read or is not a dm-bcache device.
+ * Exit status: 0 consistent, 1 inconsistencies found (repaired or not,
+ * the repair refused included), 2 usage, 3 the device cannot be read or
+ * is not a dm-bcache device.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +41,8 @@
 /* Problems of one kind printed before "... and N more" (-v: all). */
 #define PRINT_LIMIT	10
 
+#define WHY_LEN		256
+
 struct kind {
 	const char	*what;
 	unsigned int	n;
@@ -44,12 +51,13 @@ struct kind {
 static struct kind k_sb = { .what = "superblock problems" };
 static struct kind k_prio = { .what = "bucket array problems" };
 static struct kind k_uuid = { .what = "UUID table problems" };
+static struct kind k_journal = { .what = "journal problems" };
 static struct kind k_node = { .what = "index node problems" };
 static struct kind k_key = { .what = "index key problems" };
 static struct kind k_data = { .what = "cache space problems" };
 
 static struct {
-	bool	quiet, verbose, repair;
+	bool	quiet, verbose, repair, force;
 	unsigned int errors;
 
 	/* what a repair has to do, or why it must not */
@@ -61,8 +69,26 @@ static struct {
 	bool	uuid_fallback;	/* current UUID table bad, the other good */
 	struct bch_uuid_disk *uuid_other;	/* the other UUID table copy */
 	char	root_why[256];	/* the superblock's root is invalid */
-	bool	index_present;	/* clean, with a root */
+	bool	index_present;	/* a checkpoint, or journal keys */
 	bool	index_bad;	/* the index must be dropped */
+
+	/* the journal, as replay will find it */
+	u64	jkeys;		/* keys in good entries */
+	u64	jnext_seq;	/* where the next entry goes, and its seq */
+	u64	jnext_pos;
+
+	/*
+	 * Dirty data: sectors of live dirty keys, per slot. With
+	 * dirty_unknown the index could not be counted at all; with
+	 * dirty_partial some of its keys could not be read (the counts are
+	 * a lower bound). kernel_drops: the next attach drops the index
+	 * too, so no table can write its dirty data back.
+	 */
+	u64	dirty[BCH_UUID_SLOTS];
+	u64	dirty_total;
+	char	dirty_unknown[WHY_LEN];
+	char	dirty_partial[WHY_LEN];
+	bool	kernel_drops;
 } S;
 
 __printf(1, 2) static void info(const char *fmt, ...)
@@ -113,13 +139,15 @@ static void kind_summary(const struct kind *k)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: " PROG " [-r] [-v] [-q] <device>\n"
+		"Usage: " PROG " [-r [-f]] [-v] [-q] <device>\n"
 		"Check a dm-bcache cache device that no table is using.\n\n"
-		"  -r, --repair   invalidate what cannot be trusted (never guesses)\n"
+		"  -r, --repair   invalidate what cannot be trusted (never guesses);\n"
+		"                 refused if that loses dirty (not written back) data\n"
+		"  -f, --force    with -r: repair even so, losing the dirty data\n"
 		"  -v, --verbose  print every problem and more detail\n"
 		"  -q, --quiet    print nothing; the exit status tells\n"
 		"  -h, --help     show this help\n\n"
-		"Exit status: 0 consistent, 1 inconsistencies found (or repaired),\n"
+		"Exit status: 0 consistent, 1 inconsistencies found (repaired or not),\n"
 		"2 bad arguments, 3 unreadable or not a dm-bcache cache device.\n");
 }
 
@@ -175,9 +203,10 @@ static void check_sb(struct bch_cache *c)
 	bch_uuid_format(sb->set_uuid, set);
 	bch_format_size((u64)c->bucket_size << BCH_SECTOR_SHIFT, bucket);
 	bch_format_size((u64)c->block_size << BCH_SECTOR_SHIFT, block);
-	info("superblock: ok: version %u, cache set %s, %llu data buckets of %s, blocks of %s",
-	     le32toh(sb->version), set, (unsigned long long)(c->nbuckets - c->first_bucket),
-	     bucket, block);
+	info("superblock: ok: version %u, cache set %s, %llu data buckets of %s, blocks of %s, a journal of %u buckets",
+	     le32toh(sb->version), set,
+	     (unsigned long long)(c->nbuckets - c->first_bucket - le32toh(sb->journal_buckets)),
+	     bucket, block, le32toh(sb->journal_buckets));
 	if (S.root_why[0])
 		problem(&k_node, "superblock: %s: the index cannot be used", S.root_why);
 
@@ -209,11 +238,11 @@ static void check_sb(struct bch_cache *c)
 		     (unsigned long long)(flags & ~BCH_SB_CLEAN));
 	for (i = 0; i < sizeof(sb->reserved) && !sb->reserved[i]; i++)
 		;
-	if (i < sizeof(sb->reserved) || sb->btree_pad)
+	if (i < sizeof(sb->reserved) || sb->btree_pad || sb->journal_pad)
 		note("superblock: reserved bytes are not zero (written by a newer version?)");
 	if (!c->clean)
-		note("not shut down cleanly: the kernel will invalidate the cached data at the next attach");
-	else if (le32toh(sb->btree_root.size))
+		info("superblock: not shut down cleanly: the next attach replays the journal over the index checkpoint");
+	if (le32toh(sb->btree_root.size))
 		S.index_present = true;
 }
 
@@ -228,7 +257,7 @@ static unsigned int scan_prio(struct bch_cache *c, const struct bch_bucket_disk 
 	u64 i;
 
 	for (i = 0; i < entries; i++) {
-		bool meta = i < c->first_bucket;
+		bool meta = i < c->first_bucket, journal = bch_journal_bucket(&c->sb, i);
 
 		if (i >= c->nbuckets) {
 			if (p[i].prio || p[i].gen || p[i].flags) {
@@ -239,11 +268,12 @@ static unsigned int scan_prio(struct bch_cache *c, const struct bch_bucket_disk 
 			}
 			continue;
 		}
-		if (p[i].flags & ~BCH_BUCKET_META) {
+		if (p[i].flags & ~(BCH_BUCKET_META | BCH_BUCKET_JOURNAL)) {
 			bad++;
 			if (report)
 				problem(&k_prio, "bucket array copy %u: bucket %llu has unknown flags 0x%x",
-					copy, (unsigned long long)i, p[i].flags);
+					copy, (unsigned long long)i,
+					p[i].flags & ~(BCH_BUCKET_META | BCH_BUCKET_JOURNAL));
 		}
 		if (meta != !!(p[i].flags & BCH_BUCKET_META)) {
 			bad++;
@@ -251,6 +281,16 @@ static unsigned int scan_prio(struct bch_cache *c, const struct bch_bucket_disk 
 				problem(&k_prio, "bucket array copy %u: bucket %llu is %s a metadata bucket (first bucket %llu)",
 					copy, (unsigned long long)i, meta ? "not marked as" : "marked as",
 					(unsigned long long)c->first_bucket);
+		}
+		if (journal != !!(p[i].flags & BCH_BUCKET_JOURNAL)) {
+			bad++;
+			if (report)
+				problem(&k_prio, "bucket array copy %u: bucket %llu is %s a journal bucket (the ring is buckets %llu to %llu)",
+					copy, (unsigned long long)i,
+					journal ? "not marked as" : "marked as",
+					(unsigned long long)le64toh(c->sb.journal_first),
+					(unsigned long long)(le64toh(c->sb.journal_first) +
+							     le32toh(c->sb.journal_buckets) - 1));
 		}
 	}
 	return bad;
@@ -337,7 +377,7 @@ static unsigned int scan_slots(struct bch_cache *c, const struct bch_uuid_disk *
 		if (!report)
 			continue;
 		if (c->clean && (flags & BCH_UUID_ATTACHED))
-			note("UUID slot %u (%s) is marked attached on a cleanly shut down cache: the kernel will invalidate its data at the next attach",
+			note("UUID slot %u (%s) is still marked attached after a clean shutdown (the kernel clears that at the next open; its data stands)",
 			     i, s);
 		if (S.verbose)
 			info("UUID slot %u: %s, epoch %u%s%s", i, s, epoch,
@@ -392,7 +432,110 @@ static int check_uuids(struct bch_cache *c)
 	return 0;
 }
 
+/* The journal. */
+
+static void key_where(const struct bch_bkey *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "slot %u epoch %u, sectors %llu-%llu", bch_inode_slot(k->inode),
+		 bch_inode_epoch(k->inode), (unsigned long long)bch_key_start(k),
+		 (unsigned long long)k->end);
+}
+
+/*
+ * Walk it as replay will (the same reader), and check every key of every
+ * good entry: one the kernel refuses costs the whole index. The end of the
+ * journal is not a problem, whatever is there: a torn entry is what a
+ * crash leaves.
+ */
+static int check_journal(struct bch_cache *c)
+{
+	const struct bch_sb_disk *sb = &c->sb;
+	u64 first_seq = le64toh(sb->journal_seq), jfirst = le64toh(sb->journal_first);
+	struct bch_journal j;
+	struct bch_jentry e;
+	struct bch_bkey k;
+	const char *why;
+	char where[96];
+	u32 i;
+	int r;
+
+	if (bch_journal_open(&j, &c->dev, sb))
+		return -1;
+	while ((r = bch_journal_next(&j, &e)) > 0) {
+		if (S.verbose)
+			info("journal: entry seq %llu at ring sector %llu (bucket %llu+%llu), %u sectors, %u key%s%s",
+			     (unsigned long long)e.seq, (unsigned long long)e.pos,
+			     (unsigned long long)(jfirst + e.pos / c->bucket_size),
+			     (unsigned long long)(e.pos % c->bucket_size), e.sectors, e.nkeys,
+			     e.nkeys == 1 ? "" : "s",
+			     e.skipped ? ", at the start of the next bucket" : "");
+		for (i = 0; i < e.nkeys; i++) {
+			why = bch_jkey_invalid(sb, &e.keys[i]);
+			if (!why)
+				continue;
+			bch_bkey_unpack(&k, &e.keys[i]);
+			key_where(&k, where, sizeof(where));
+			problem(&k_journal, "journal entry seq %llu (ring sector %llu), key %u (%s): %s (cache sector %llu, %u sectors): the kernel drops the whole index",
+				(unsigned long long)e.seq, (unsigned long long)e.pos, i, where, why,
+				(unsigned long long)k.ptr, k.size);
+			S.index_bad = true;
+			S.kernel_drops = true;
+		}
+	}
+	if (r < 0) {
+		bch_journal_close(&j);
+		return -1;
+	}
+	S.jkeys = j.keys;
+	S.jnext_seq = j.seq;
+	S.jnext_pos = j.pos;
+	if (S.jkeys)
+		S.index_present = true;
+	if (!j.entries)
+		info("journal: empty: %u buckets from bucket %llu, nothing to replay at ring sector %llu (seq %llu)",
+		     le32toh(sb->journal_buckets), (unsigned long long)jfirst,
+		     (unsigned long long)le64toh(sb->journal_pos), (unsigned long long)first_seq);
+	else
+		info("journal: %llu entr%s (seq %llu to %llu) from ring sector %llu, %llu keys to replay over the %s",
+		     (unsigned long long)j.entries, j.entries == 1 ? "y" : "ies",
+		     (unsigned long long)first_seq, (unsigned long long)(j.seq - 1),
+		     (unsigned long long)le64toh(sb->journal_pos), (unsigned long long)j.keys,
+		     le32toh(sb->btree_root.size) ? "index checkpoint" : "empty index");
+	if (j.entries || j.end_magic || S.verbose)
+		info("journal: ends where seq %llu would be: %s%s", (unsigned long long)j.seq,
+		     j.end_why, j.end_magic && !c->clean ? " (normal after a crash)" : "");
+	bch_journal_close(&j);
+	return 0;
+}
+
 /* The index. */
+
+/* A live key: dirty, its data exists only on the cache (the origin is behind). */
+static void count_dirty(const struct bch_bkey *k)
+{
+	if (!(k->flags & BCH_KEY_DIRTY))
+		return;
+	S.dirty[bch_inode_slot(k->inode)] += k->size;
+	S.dirty_total += k->size;
+}
+
+/* Why the dirty data cannot be counted (@buf: S.dirty_*); the first reason stands. */
+__printf(2, 3) static void dirty_why(char *buf, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (buf[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, WHY_LEN, fmt, ap);
+	va_end(ap);
+}
+
+/* The counts are a lower bound if some or all of the index was not counted. */
+static const char *at_least(void)
+{
+	return S.dirty_unknown[0] || S.dirty_partial[0] ? "at least " : "";
+}
 
 /* Dead keys seen, by (inode, end): btree.c asks about a key more than once. */
 struct seen {
@@ -455,13 +598,6 @@ struct walk {
 	bool		oom;
 };
 
-static void key_where(const struct bch_bkey *k, char *buf, size_t len)
-{
-	snprintf(buf, len, "slot %u epoch %u, sectors %llu-%llu", bch_inode_slot(k->inode),
-		 bch_inode_epoch(k->inode), (unsigned long long)bch_key_start(k),
-		 (unsigned long long)k->end);
-}
-
 static bool check_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 {
 	struct bch_cache *c = bch_cache_of(b);
@@ -500,20 +636,6 @@ static bool check_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 	return true;
 }
 
-static int check_alloc(struct bch_btree *b, u64 *bucket, u8 *gen)
-{
-	(void)b;
-	(void)bucket;
-	(void)gen;
-	return -ENOSPC;		/* a check allocates nothing */
-}
-
-static void check_free(struct bch_btree *b, u64 bucket)
-{
-	(void)b;
-	(void)bucket;
-}
-
 static int check_io(struct bch_btree *b, bool write, u64 bucket, u32 offset, void *buf,
 		    u32 sectors)
 {
@@ -522,19 +644,30 @@ static int check_io(struct bch_btree *b, bool write, u64 bucket, u32 offset, voi
 	return bch_index_io(b, false, bucket, offset, buf, sectors);
 }
 
+/* Nodes the replay makes stay in memory: a check writes nothing. */
 static const struct bch_btree_ops check_ops = {
-	.alloc		= check_alloc,
-	.free		= check_free,
+	.alloc		= bch_index_mem_alloc,
+	.free		= bch_index_mem_free,
 	.io		= check_io,
 	.key_dead	= check_key_dead,
 };
 
+/*
+ * After a crash a set the kernel was appending when it went down is torn:
+ * the kernel stops reading the node there, as btree.c does here.
+ */
 static void bad_set(struct bch_cache *c, u64 bucket, unsigned int idx, unsigned int level)
 {
-	(void)c;
+	if (!c->clean) {
+		note("index node in bucket %llu (level %u): set %u fails its checksum: a torn write (the cache was not shut down cleanly); the node ends before it",
+		     (unsigned long long)bucket, level, idx);
+		return;
+	}
 	problem(&k_node, "index node in bucket %llu (level %u): set %u is corrupt (its keys are lost, older keys would show through)",
 		(unsigned long long)bucket, level, idx);
 	S.index_bad = true;
+	dirty_why(S.dirty_partial, "set %u of the index node in bucket %llu is corrupt: its keys cannot be counted",
+		  idx, (unsigned long long)bucket);
 }
 
 static void check_node(struct bch_cache *c, struct walk *w, const struct bch_bkey *k)
@@ -542,7 +675,9 @@ static void check_node(struct bch_cache *c, struct walk *w, const struct bch_bke
 	u64 bucket = k->ptr / c->bucket_size;
 
 	w->nodes++;
-	if (bucket < c->first_bucket || bucket >= c->nbuckets) {
+	if (bch_index_mem_bucket(c, bucket))
+		return;		/* made by the replay: the kernel writes it later */
+	if (bucket < c->first_bucket) {
 		problem(&k_node, "index node at cache sector %llu is outside the data buckets",
 			(unsigned long long)k->ptr);
 		S.index_bad = true;
@@ -550,6 +685,11 @@ static void check_node(struct bch_cache *c, struct walk *w, const struct bch_bke
 	}
 	if (c->prio[bucket].flags & BCH_BUCKET_META) {
 		problem(&k_node, "index node in bucket %llu, a metadata bucket",
+			(unsigned long long)bucket);
+		S.index_bad = true;
+	}
+	if (bch_journal_bucket(&c->sb, bucket)) {
+		problem(&k_node, "index node in bucket %llu, a journal bucket",
 			(unsigned long long)bucket);
 		S.index_bad = true;
 	}
@@ -578,6 +718,7 @@ static void check_live(struct bch_cache *c, struct walk *w, const struct bch_bke
 		S.index_bad = true;
 		return;
 	}
+	count_dirty(k);
 	if (c->prio[bucket].flags & BCH_BUCKET_META) {
 		problem(&k_key, "index key (%s) points into metadata bucket %llu", where,
 			(unsigned long long)bucket);
@@ -628,14 +769,16 @@ static void check_space(struct bch_cache *c, struct walk *w)
 	size_t i;
 	u64 n;
 
+	/* a checkpoint node the replay split away still holds the checkpoint */
 	for (n = c->first_bucket; n < c->nbuckets; n++) {
-		if (w->node[n] && w->live_sectors[n]) {
+		if ((w->node[n] || c->node_level[n]) && w->live_sectors[n]) {
 			problem(&k_data, "bucket %llu holds an index node and %u sectors of live data",
 				(unsigned long long)n, w->live_sectors[n]);
 			S.index_bad = true;
 		}
 	}
-	qsort(w->live, w->nlive, sizeof(*w->live), cmp_extent);
+	if (w->nlive)
+		qsort(w->live, w->nlive, sizeof(*w->live), cmp_extent);
 	for (i = 1; i < w->nlive; i++) {
 		a = &w->live[i - 1];
 		b = &w->live[i];
@@ -650,36 +793,115 @@ static void check_space(struct bch_cache *c, struct walk *w)
 	}
 }
 
+static bool count_key_dead(struct bch_btree *b, const struct bch_bkey *k)
+{
+	return bch_key_state(bch_cache_of(b), k) != BCH_KEY_LIVE;
+}
+
+static void count_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_node, void *arg)
+{
+	(void)b;
+	(void)arg;
+	if (!is_node)
+		count_dirty(k);
+}
+
+static const struct bch_btree_ops count_ops = {
+	.alloc		= bch_index_mem_alloc,
+	.free		= bch_index_mem_free,
+	.io		= check_io,
+	.key_dead	= count_key_dead,
+};
+
+/*
+ * The journal holds a key the kernel refuses: it drops the whole index,
+ * and with it the dirty data of the journal keys after that one, which
+ * the replay above left out. Count again over the checkpoint with every
+ * key the journal holds but the refused ones.
+ */
+static void recount_dirty(struct bch_cache *c)
+{
+	struct bch_replay rp;
+	int r;
+
+	memset(S.dirty, 0, sizeof(S.dirty));
+	S.dirty_total = 0;
+	bch_btree_free(&c->b);
+	c->bad_set = NULL;	/* reported already */
+	c->replay_past_refused = true;
+	r = bch_index_load(c, &count_ops);
+	if (!r)
+		r = bch_index_replay(c, &rp);
+	if (!r)
+		r = bch_btree_gc(&c->b, count_fn, NULL);
+	c->replay_past_refused = false;
+	if (r)
+		dirty_why(S.dirty_unknown, "counting the journal keys after the one the kernel refuses failed (%s)",
+			  c->load_msg[0] ? c->load_msg : strerror(-r));
+}
+
+static void report_dirty(const struct bch_cache *c)
+{
+	char size[BCH_SIZE_STR_LEN], uuid[BCH_UUID_STR_LEN];
+	unsigned int i, slots = 0;
+
+	for (i = 0; i < BCH_UUID_SLOTS; i++) {
+		if (!S.dirty[i])
+			continue;
+		slots++;
+		bch_uuid_format(c->uuids[i].uuid, uuid);
+		bch_format_size(S.dirty[i] << BCH_SECTOR_SHIFT, size);
+		info("dirty: slot %u (uuid %s): %s%llu sectors (%s) exist only on this cache: not yet written back to the origin",
+		     i, uuid, at_least(), (unsigned long long)S.dirty[i], size);
+	}
+	bch_format_size(S.dirty_total << BCH_SECTOR_SHIFT, size);
+	if (S.dirty_unknown[0])
+		info("dirty: unknown: %s, so the dirty data it may hold (written in writeback mode, not yet written back to its origin) cannot be counted",
+		     S.dirty_unknown);
+	else if (S.dirty_partial[0])
+		info("dirty: at least %llu sectors (%s) in total, in %u slot%s: %s",
+		     (unsigned long long)S.dirty_total, size, slots, slots == 1 ? "" : "s",
+		     S.dirty_partial);
+	else if (slots)
+		info("dirty: %llu sectors (%s) in total, in %u slot%s",
+		     (unsigned long long)S.dirty_total, size, slots, slots == 1 ? "" : "s");
+	else
+		info("dirty: none: no data exists only on this cache");
+}
+
 static void check_index(struct bch_cache *c)
 {
 	struct walk w = { 0 };
-	char sectors[BCH_SIZE_STR_LEN], dead[256] = "";
+	struct bch_replay rp;
+	char sectors[BCH_SIZE_STR_LEN], dead[256] = "", journal[128] = "";
 	size_t len = 0;
 	u64 used = 0, n, ndead = 0;
 	unsigned int i;
 	int r;
 
-	if (!c->clean) {
-		info("index: not checked: after an unclean shutdown none of it is used");
-		return;
-	}
 	if (!S.index_present) {
 		info("index: none (nothing is cached)");
 		return;
 	}
-	if (S.index_bad) {
+	if (S.root_why[0]) {
 		info("index: not checked: its root is invalid");
-		return;
+		dirty_why(S.dirty_unknown, "the index cannot be read: its root is invalid");
+		S.kernel_drops = true;
+		goto out;
 	}
 	if (S.prio_bad || S.uuid_fallback) {
 		info("index: not checked: the %s it depends on cannot be trusted",
 		     S.prio_bad ? "bucket array" : "UUID table");
 		S.index_bad = true;
-		return;
+		dirty_why(S.dirty_unknown, "the index cannot be judged: the %s it depends on cannot be trusted",
+			  S.prio_bad ? "bucket array" : "UUID table");
+		S.kernel_drops = true;
+		goto out;
 	}
 	if (S.uuid_bad) {
 		info("index: not checked: the UUID table it depends on cannot be trusted");
-		return;
+		dirty_why(S.dirty_unknown, "the index cannot be judged: the UUID table it depends on cannot be trusted");
+		goto out;
 	}
 
 	w.live_sectors = calloc(c->nbuckets, sizeof(*w.live_sectors));
@@ -698,6 +920,20 @@ static void check_index(struct bch_cache *c)
 		}
 		problem(&k_node, "index: cannot be loaded: %s", c->load_msg);
 		S.index_bad = true;
+		dirty_why(S.dirty_unknown, "the index cannot be loaded");
+		S.kernel_drops = true;
+		goto out;
+	}
+	r = bch_index_replay(c, &rp);
+	if (r) {
+		if (r == -ENOMEM) {
+			w.oom = true;
+			goto out;
+		}
+		problem(&k_journal, "index: replaying the journal failed: %s", c->load_msg);
+		S.index_bad = true;
+		dirty_why(S.dirty_unknown, "the journal cannot be replayed");
+		S.kernel_drops = true;
 		goto out;
 	}
 	/* GC compacts nodes in memory only: nothing is written. */
@@ -705,6 +941,8 @@ static void check_index(struct bch_cache *c)
 	if (r) {
 		problem(&k_node, "index: walk failed: %s", strerror(-r));
 		S.index_bad = true;
+		dirty_why(S.dirty_unknown, "the index cannot be walked");
+		S.kernel_drops = true;
 		goto out;
 	}
 	if (w.oom)
@@ -724,18 +962,26 @@ static void check_index(struct bch_cache *c)
 			len = sizeof(dead) - 1;
 	}
 	bch_format_size(w.live_total << BCH_SECTOR_SHIFT, sectors);
-	info("index: %u level%s, %llu node%s, %zu live keys (%s in %llu bucket%s), %llu dead keys%s%s%s",
+	if (rp.entries)
+		snprintf(journal, sizeof(journal), "; %s + %llu journal key%s",
+			 le32toh(c->sb.btree_root.size) ? "checkpoint" : "no checkpoint",
+			 (unsigned long long)rp.keys, rp.keys == 1 ? "" : "s");
+	info("index: %u level%s, %llu node%s, %zu live keys (%s in %llu bucket%s), %llu dead keys%s%s%s%s",
 	     bch_btree_depth(&c->b), bch_btree_depth(&c->b) == 1 ? "" : "s",
 	     (unsigned long long)w.nodes, w.nodes == 1 ? "" : "s", w.nlive, sectors,
 	     (unsigned long long)used, used == 1 ? "" : "s", (unsigned long long)ndead,
 	     len ? " (" : "", dead,
-	     len ? ")" : "");
+	     len ? ")" : "", journal);
+	if (rp.bad)
+		recount_dirty(c);
 out:
 	if (w.oom) {
 		problem(&k_node, "index: out of memory: not fully checked");
 		S.index_bad = false;	/* nothing known to be wrong: do not drop it */
 		S.incomplete = true;	/* ... nor repair anything else */
+		dirty_why(S.dirty_unknown, "the index could not be checked (out of memory)");
 	}
+	report_dirty(c);
 	c->bad_set = NULL;
 	c->arg = NULL;
 	free(w.dead.tab);
@@ -771,9 +1017,81 @@ static struct bch_bucket_disk *fresh_prio(struct bch_cache *c)
 	struct bch_bucket_disk *p = calloc(1, bch_prio_bytes(c));
 	u64 i;
 
-	for (i = 0; p && i < c->first_bucket; i++)
-		p[i].flags = BCH_BUCKET_META;
+	for (i = 0; p && i < c->nbuckets; i++) {
+		if (i < c->first_bucket)
+			p[i].flags = BCH_BUCKET_META;
+		else if (bch_journal_bucket(&c->sb, i))
+			p[i].flags = BCH_BUCKET_JOURNAL;
+	}
 	return p;
+}
+
+/* Would dropping the index lose dirty data, or may it? */
+static bool dirty_at_stake(void)
+{
+	return S.dirty_total || S.dirty_unknown[0] || S.dirty_partial[0];
+}
+
+/*
+ * Where dirty data may go before a repair drops it: back to the origin
+ * through a table, unless the next attach would drop the index too.
+ * @them: "them" (sectors) or "it" (data).
+ */
+static void dirty_advice(char *buf, size_t len, const char *them)
+{
+	if (S.kernel_drops)
+		snprintf(buf, len, ", and so would the next attach (the kernel cannot use this index either, so no table can write %s back): keep a copy of the device if that data matters, then pass --force",
+			 them);
+	else
+		snprintf(buf, len, ": write %s back first (dmsetup message <dev> 0 flush) or pass --force",
+			 them);
+}
+
+static void refuse_dirty(const struct bch_cache *c)
+{
+	char uuid[BCH_UUID_STR_LEN], them[WHY_LEN], it[WHY_LEN];
+	unsigned int i;
+
+	dirty_advice(them, sizeof(them), "them");
+	dirty_advice(it, sizeof(it), "it");
+	for (i = 0; i < BCH_UUID_SLOTS; i++) {
+		if (!S.dirty[i])
+			continue;
+		bch_uuid_format(c->uuids[i].uuid, uuid);
+		info("repair: refused: %s%llu dirty sectors of slot %u (uuid %s) exist only on this cache; --repair would lose them%s",
+		     at_least(), (unsigned long long)S.dirty[i], i, uuid, them);
+	}
+	if (S.dirty_unknown[0])
+		info("repair: refused: %s, so its dirty data (written in writeback mode, not yet written back) cannot be counted; --repair would lose all of it%s",
+		     S.dirty_unknown, S.dirty_total ? "" : it);
+	else if (S.dirty_partial[0])
+		info("repair: refused: %s; --repair would lose whatever dirty data is among them too%s",
+		     S.dirty_partial, S.dirty_total ? "" : it);
+	info("repair: refused: nothing was written");
+}
+
+/* After a forced repair: what it cost. */
+static void report_lost(const struct bch_cache *c)
+{
+	char uuid[BCH_UUID_STR_LEN], size[BCH_SIZE_STR_LEN];
+	unsigned int i;
+
+	for (i = 0; i < BCH_UUID_SLOTS; i++) {
+		if (!S.dirty[i])
+			continue;
+		bch_uuid_format(c->uuids[i].uuid, uuid);
+		info("repair: --force: lost %s%llu dirty sectors of slot %u (uuid %s) that existed only on this cache: its origin misses them",
+		     at_least(), (unsigned long long)S.dirty[i], i, uuid);
+	}
+	bch_format_size(S.dirty_total << BCH_SECTOR_SHIFT, size);
+	if (S.dirty_total)
+		info("repair: --force: lost %s%llu dirty sectors (%s) in total",
+		     at_least(), (unsigned long long)S.dirty_total, size);
+	if (S.dirty_unknown[0])
+		info("repair: --force: lost whatever dirty data the index held: %s", S.dirty_unknown);
+	else if (S.dirty_partial[0])
+		info("repair: --force: lost whatever dirty data was among the keys not counted: %s",
+		     S.dirty_partial);
 }
 
 static int do_repair(struct bch_cache *c)
@@ -788,12 +1106,14 @@ static int do_repair(struct bch_cache *c)
 	struct bch_bucket_disk *fresh = NULL;
 	struct bch_uuid_disk *uuids = NULL;
 	unsigned int bumped = 0;
+	uint64_t jmax;
+	u64 jseq = 0;
 	__le32 tmp;
 	int ret = -1;
 
 	if (S.uuid_bad) {
 		info("repair: refused: the UUID table is damaged and no good copy is left; it tells the origins' data apart and cannot be rebuilt, so nothing was written");
-		info("repair: reformat the cache with make-bcache --wipe: it is writethrough, the origins hold all the data");
+		info("repair: reformatting the cache with make-bcache --wipe loses all cached data, dirty data (written in writeback mode, not yet written back) included, which exists only on this cache: do so only if it holds none (or keep a copy of the device first)");
 		return -1;
 	}
 	if (S.sb_bad) {
@@ -807,6 +1127,10 @@ static int do_repair(struct bch_cache *c)
 	if (!S.prio_bad && !S.uuid_fallback && !drop) {
 		info("repair: nothing to repair");
 		return 0;
+	}
+	if (drop && dirty_at_stake() && !S.force) {
+		refuse_dirty(c);
+		return -1;
 	}
 
 	if (S.prio_bad && S.other_prio_ok) {
@@ -847,6 +1171,16 @@ static int do_repair(struct bch_cache *c)
 		sb.uuid_csum = htole32(bch_csum(uuids, bch_uuid_bytes(c)));
 		memset(&sb.btree_root, 0, sizeof(sb.btree_root));
 		sb.btree_level = 0;
+		/*
+		 * The journal goes too: replay restarts where the next entry
+		 * would go, with a seq above anything in the ring, so that no
+		 * entry on disk can ever be replayed.
+		 */
+		if (bch_journal_max_seq(&c->dev, &c->sb, &jmax))
+			goto fail;
+		jseq = S.jnext_seq > jmax ? S.jnext_seq : jmax + 1;
+		sb.journal_seq = htole64(jseq);
+		sb.journal_pos = htole64(S.jnext_pos);
 	} else if (S.uuid_fallback) {
 		sb.uuid_current = htole32(!ucur);
 		tmp = sb.uuid_csum;
@@ -869,8 +1203,14 @@ static int do_repair(struct bch_cache *c)
 	if (S.uuid_fallback)
 		info("repair: went back to the previous UUID table (copy %u)", ugood);
 	if (drop)
-		info("repair: dropped the index and invalidated the data of %u UUID slot%s (written as UUID table copy %u); the cache is writethrough: the origins hold all the data",
-		     bumped, bumped == 1 ? "" : "s", !ugood);
+		info("repair: dropped the index and invalidated the data of %u UUID slot%s (written as UUID table copy %u)%s",
+		     bumped, bumped == 1 ? "" : "s", !ugood,
+		     dirty_at_stake() ? "" : "; it held no dirty data: the origins hold all the data");
+	if (drop)
+		info("repair: emptied the journal: the next entry goes to ring sector %llu with seq %llu",
+		     (unsigned long long)S.jnext_pos, (unsigned long long)jseq);
+	if (drop && dirty_at_stake())
+		report_lost(c);
 	ret = 0;
 	goto out;
 fail:
@@ -901,21 +1241,26 @@ int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "repair",	no_argument, NULL, 'r' },
+		{ "force",	no_argument, NULL, 'f' },
 		{ "verbose",	no_argument, NULL, 'v' },
 		{ "quiet",	no_argument, NULL, 'q' },
 		{ "help",	no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	static const struct kind *kinds[] = { &k_sb, &k_prio, &k_uuid, &k_node, &k_key, &k_data };
+	static const struct kind *kinds[] = { &k_sb, &k_prio, &k_uuid, &k_journal, &k_node, &k_key,
+					      &k_data };
 	struct bch_cache c;
 	const char *path;
 	unsigned int i;
 	int opt, ret;
 
-	while ((opt = getopt_long(argc, argv, "rvqh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "rfvqh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'r':
 			S.repair = true;
+			break;
+		case 'f':
+			S.force = true;
 			break;
 		case 'v':
 			S.verbose = true;
@@ -933,6 +1278,11 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, PROG ": %s\n", optind == argc ? "no device given" : "too many arguments");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (S.force && !S.repair) {
+		fprintf(stderr, PROG ": --force only goes with --repair\n");
 		usage(stderr);
 		return EXIT_USAGE;
 	}
@@ -956,7 +1306,7 @@ int main(int argc, char **argv)
 		bch_cache_close(&c);
 		return EXIT_UNREADABLE;
 	}
-	if (check_uuids(&c)) {
+	if (check_uuids(&c) || check_journal(&c)) {
 		if (!S.quiet)
 			fprintf(stderr, PROG ": %s\n", bch_strerror());
 		bch_cache_close(&c);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * bcache-dump: print the index, the UUID slots and a bucket summary of a
- * dm-bcache cache device, for bug reports. Reads only.
+ * bcache-dump: print the index (the checkpoint with the journal replayed
+ * over it, as the next attach builds it), the journal, the UUID slots and
+ * a bucket summary of a dm-bcache cache device, for bug reports. Reads
+ * only.
  *
  * Every line is "kind fields...", lines starting with '#' are comments;
  * the formats are in the man page.
@@ -19,9 +21,10 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: " PROG " [--btree] [--uuids] [--buckets] <device>\n"
+		"Usage: " PROG " [--btree] [--journal] [--uuids] [--buckets] <device>\n"
 		"Print the metadata of a dm-bcache cache device (default: all of it).\n\n"
 		"  -b, --btree    the index: one line per node and per key\n"
+		"  -j, --journal  the journal: one line per entry and per key\n"
 		"  -u, --uuids    the UUID slots in use\n"
 		"  -B, --buckets  bucket counts by state, and a generation histogram\n"
 		"  -h, --help     show this help\n\n"
@@ -80,20 +83,6 @@ static void dump_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_node,
 	d->nodes[d->nnodes - 1].nkeys++;
 }
 
-static int dump_alloc(struct bch_btree *b, u64 *bucket, u8 *gen)
-{
-	(void)b;
-	(void)bucket;
-	(void)gen;
-	return -ENOSPC;
-}
-
-static void dump_free(struct bch_btree *b, u64 bucket)
-{
-	(void)b;
-	(void)bucket;
-}
-
 static int dump_io(struct bch_btree *b, bool write, u64 bucket, u32 offset, void *buf,
 		   u32 sectors)
 {
@@ -102,10 +91,13 @@ static int dump_io(struct bch_btree *b, bool write, u64 bucket, u32 offset, void
 	return bch_index_io(b, false, bucket, offset, buf, sectors);
 }
 
-/* No key_dead: the walk sees dead keys too (holes are always left out). */
+/*
+ * No key_dead: the walk sees dead keys too (holes are always left out).
+ * Nodes the journal replay makes stay in memory.
+ */
 static const struct bch_btree_ops dump_ops = {
-	.alloc	= dump_alloc,
-	.free	= dump_free,
+	.alloc	= bch_index_mem_alloc,
+	.free	= bch_index_mem_free,
 	.io	= dump_io,
 };
 
@@ -143,24 +135,105 @@ static void print_flags(u8 flags)
 
 static bool corrupt_sets;
 
+/* After a crash a torn set is what the kernel was appending: not corrupt. */
 static void dump_bad_set(struct bch_cache *c, u64 bucket, unsigned int idx, unsigned int level)
 {
-	(void)c;
-	printf("# index: node in bucket %llu (level %u): set %u is corrupt, its keys are not shown\n",
-	       (unsigned long long)bucket, level, idx);
-	corrupt_sets = true;
+	printf("# index: node in bucket %llu (level %u): set %u %s, its keys are not shown\n",
+	       (unsigned long long)bucket, level, idx,
+	       c->clean ? "is corrupt" : "is torn (not shut down cleanly)");
+	if (c->clean)
+		corrupt_sets = true;
+}
+
+/* A journal key: the refusal as one word, or NULL. */
+static const char *jkey_refused(struct bch_cache *c, const struct bch_bkey_disk *k)
+{
+	static char word[64];
+	const char *why = bch_jkey_invalid(&c->sb, k);
+	size_t i;
+
+	if (!why)
+		return NULL;
+	snprintf(word, sizeof(word), "bad:%s", why);
+	for (i = 0; word[i]; i++)
+		if (word[i] == ' ')
+			word[i] = '-';
+	return word;
+}
+
+static void print_key(struct bch_cache *c, const char *kind, const struct bch_bkey *k,
+		      const char *state);
+
+/* The journal as replay finds it; journal keys in good entries, or -1. */
+static int64_t print_journal(struct bch_cache *c, bool print, bool *bad)
+{
+	const struct bch_sb_disk *sb = &c->sb;
+	struct bch_journal j;
+	struct bch_jentry e;
+	struct bch_bkey k;
+	const char *state;
+	int64_t keys;
+	u32 i;
+	int r;
+
+	if (bch_journal_open(&j, &c->dev, sb)) {
+		printf("# journal: %s\n", bch_strerror());
+		*bad = true;
+		return -1;
+	}
+	if (print) {
+		printf("# journal: %u buckets from bucket %llu; replay from ring sector %llu, seq %llu\n",
+		       le32toh(sb->journal_buckets), (unsigned long long)le64toh(sb->journal_first),
+		       (unsigned long long)le64toh(sb->journal_pos),
+		       (unsigned long long)le64toh(sb->journal_seq));
+		printf("# jset SEQ RING_SECTOR BUCKET+OFFSET SECTORS NKEYS\n");
+		printf("# jkey SLOT/EPOCH START END BUCKET+OFFSET GEN FLAGS STATE\n");
+	}
+	while ((r = bch_journal_next(&j, &e)) > 0) {
+		if (print)
+			printf("jset %llu %llu %llu+%llu %u %u\n", (unsigned long long)e.seq,
+			       (unsigned long long)e.pos,
+			       (unsigned long long)(le64toh(sb->journal_first) + e.pos / c->bucket_size),
+			       (unsigned long long)(e.pos % c->bucket_size), e.sectors, e.nkeys);
+		for (i = 0; i < e.nkeys; i++) {
+			state = jkey_refused(c, &e.keys[i]);
+			if (state)
+				*bad = true;
+			if (!print)
+				continue;
+			bch_bkey_unpack(&k, &e.keys[i]);
+			if (!state)
+				state = k.flags & BCH_KEY_HOLE ? "hole" :
+					bch_key_state_names[bch_key_state(c, &k)];
+			print_key(c, "jkey", &k, state);
+		}
+	}
+	if (r < 0) {
+		printf("# journal: %s\n", bch_strerror());
+		*bad = true;
+		bch_journal_close(&j);
+		return -1;
+	}
+	if (print)
+		printf("# journal: %llu entries, %llu keys; ends where seq %llu would be: %s\n",
+		       (unsigned long long)j.entries, (unsigned long long)j.keys,
+		       (unsigned long long)j.seq, j.end_why);
+	keys = j.keys;
+	bch_journal_close(&j);
+	return keys;
 }
 
 /* Load and walk the index; false (with a comment printed) if not possible. */
-static bool walk_index(struct bch_cache *c, struct dump *d, bool *bad)
+static bool walk_index(struct bch_cache *c, struct dump *d, struct bch_replay *rp, bool *bad)
 {
+	int64_t jkeys = print_journal(c, false, bad);
 	int r;
 
-	if (!c->clean) {
-		printf("# index: none trusted (not shut down cleanly)\n");
+	if (jkeys < 0) {
+		printf("# index: not loaded: the journal cannot be read\n");
 		return false;
 	}
-	if (!le32toh(c->sb.btree_root.size)) {
+	if (!le32toh(c->sb.btree_root.size) && !jkeys) {
 		printf("# index: none (nothing is cached)\n");
 		return false;
 	}
@@ -179,6 +252,15 @@ static bool walk_index(struct bch_cache *c, struct dump *d, bool *bad)
 		*bad = true;
 		return false;
 	}
+	r = bch_index_replay(c, rp);
+	if (r) {
+		printf("# index: replaying the journal failed: %s\n", c->load_msg);
+		*bad = true;
+		return false;
+	}
+	if (rp->bad)
+		printf("# index: the journal holds a key the kernel refuses (see the journal): it drops the whole index; %llu key(s) from that one on not replayed here\n",
+		       (unsigned long long)rp->bad);
 	r = bch_btree_gc(&c->b, dump_fn, d);
 	if (r || d->oom) {
 		printf("# index: walk failed: %s\n", r ? strerror(-r) : "out of memory");
@@ -188,36 +270,56 @@ static bool walk_index(struct bch_cache *c, struct dump *d, bool *bad)
 	return true;
 }
 
-static void print_btree(struct bch_cache *c, struct dump *d)
+static void print_key(struct bch_cache *c, const char *kind, const struct bch_bkey *k,
+		      const char *state)
+{
+	printf("%s %u/%u %llu %llu %llu+%llu %u ", kind, bch_inode_slot(k->inode),
+	       bch_inode_epoch(k->inode), (unsigned long long)bch_key_start(k),
+	       (unsigned long long)k->end, (unsigned long long)(k->ptr / c->bucket_size),
+	       (unsigned long long)(k->ptr % c->bucket_size), k->gen);
+	print_flags(k->flags);
+	printf(" %s\n", state);
+}
+
+static void print_btree(struct bch_cache *c, struct dump *d, const struct bch_replay *rp)
 {
 	const struct bch_bkey_disk *root = &c->sb.btree_root;
+	/* the ancestors of the next node in the walk (its preorder), by max key */
+	struct bch_bkey up[32];
+	unsigned int depth = 0, top = bch_btree_depth(&c->b) - 1, level;
 	size_t i, j;
 
-	printf("# index: root bucket %llu gen %u level %u; %u level(s), %zu node(s), %zu key(s) (holes not listed)\n",
-	       (unsigned long long)(le64toh(root->ptr) / c->bucket_size), root->gen,
-	       le32toh(c->sb.btree_level), bch_btree_depth(&c->b), d->nnodes, d->nkeys);
+	if (le32toh(root->size))
+		printf("# index: checkpoint root bucket %llu gen %u level %u",
+		       (unsigned long long)(le64toh(root->ptr) / c->bucket_size), root->gen,
+		       le32toh(c->sb.btree_level));
+	else
+		printf("# index: no checkpoint");
+	printf(", %llu journal key(s) replayed; %u level(s), %zu node(s), %zu key(s) (holes not listed)\n",
+	       (unsigned long long)rp->keys, bch_btree_depth(&c->b), d->nnodes, d->nkeys);
 	printf("# node LEVEL BUCKET GEN MAX_SLOT/EPOCH:MAX_END\n");
 	printf("# key SLOT/EPOCH START END BUCKET+OFFSET GEN FLAGS STATE\n");
 	for (i = 0; i < d->nnodes; i++) {
 		const struct dnode *n = &d->nodes[i];
 		u64 bucket = n->key.ptr / c->bucket_size;
-		int level = bucket < c->nbuckets ? c->node_level[bucket] - 1 : -1;
 
-		printf("node %d %llu %u %u/%u:%llu\n", level, (unsigned long long)bucket,
-		       n->key.gen, bch_inode_slot(n->key.inode), bch_inode_epoch(n->key.inode),
+		level = top - depth;
+		if (level && depth < ARRAY_SIZE(up))
+			up[depth++] = n->key;
+		/* a parent's last child ends where the parent does */
+		while (!level && depth && !bch_bkey_cmp(&up[depth - 1], &n->key))
+			depth--;
+		if (bch_index_mem_bucket(c, bucket))
+			printf("node %u - - ", level);
+		else
+			printf("node %u %llu %u ", level, (unsigned long long)bucket, n->key.gen);
+		printf("%u/%u:%llu\n", bch_inode_slot(n->key.inode), bch_inode_epoch(n->key.inode),
 		       (unsigned long long)n->key.end);
-		qsort(d->keys + n->first, n->nkeys, sizeof(*d->keys), cmp_key);
-		for (j = n->first; j < n->first + n->nkeys; j++) {
-			const struct bch_bkey *k = &d->keys[j];
-
-			printf("key %u/%u %llu %llu %llu+%llu %u ", bch_inode_slot(k->inode),
-			       bch_inode_epoch(k->inode), (unsigned long long)bch_key_start(k),
-			       (unsigned long long)k->end,
-			       (unsigned long long)(k->ptr / c->bucket_size),
-			       (unsigned long long)(k->ptr % c->bucket_size), k->gen);
-			print_flags(k->flags);
-			printf(" %s\n", bch_key_state_names[bch_key_state(c, k)]);
-		}
+		if (n->nkeys)
+			qsort(d->keys + n->first, n->nkeys, sizeof(*d->keys), cmp_key);
+		for (j = n->first; j < n->first + n->nkeys; j++)
+			print_key(c, "key", &d->keys[j],
+				  bch_key_state_names[bch_key_state(c, &d->keys[j])]);
 	}
 }
 
@@ -284,7 +386,8 @@ static void print_uuids(struct bch_cache *c)
 
 static int print_buckets(struct bch_cache *c, const struct dump *d, bool have_index)
 {
-	u64 meta = 0, btree = 0, data = 0, free_ = 0, live = 0, i, gens[256] = { 0 };
+	u64 meta = 0, journal = 0, btree = 0, data = 0, free_ = 0, live = 0, i, gens[256] = { 0 };
+	u64 dirty = 0;
 	u64 pmin = U64_MAX, pmax = 0, psum = 0;
 	u32 *sectors = calloc(c->nbuckets, sizeof(*sectors));
 	u8 *node = calloc(c->nbuckets, 1);
@@ -299,18 +402,26 @@ static int print_buckets(struct bch_cache *c, const struct dump *d, bool have_in
 	for (j = 0; have_index && j < d->nnodes; j++)
 		if (d->nodes[j].key.ptr / c->bucket_size < c->nbuckets)
 			node[d->nodes[j].key.ptr / c->bucket_size] = 1;
+	/* checkpoint nodes the replay split away: kept until the next checkpoint */
+	for (i = 0; have_index && c->node_level && i < c->nbuckets; i++)
+		if (c->node_level[i])
+			node[i] = 1;
 	for (j = 0; have_index && j < d->nkeys; j++) {
 		const struct bch_bkey *k = &d->keys[j];
 
 		if (bch_key_state(c, k) == BCH_KEY_LIVE) {
 			sectors[k->ptr / c->bucket_size] += k->size;
 			live += k->size;
+			if (k->flags & BCH_KEY_DIRTY)
+				dirty += k->size;
 		}
 	}
 	for (i = 0; i < c->nbuckets; i++) {
 		gens[c->prio[i].gen]++;
 		if (i < c->first_bucket) {
 			meta++;
+		} else if (bch_journal_bucket(&c->sb, i)) {
+			journal++;
 		} else if (node[i]) {
 			btree++;
 		} else if (sectors[i]) {
@@ -331,10 +442,11 @@ static int print_buckets(struct bch_cache *c, const struct dump *d, bool have_in
 			c->sb.prio_csum_other));
 	if (!have_index)
 		printf("# no index: every data bucket is free at the next attach\n");
-	printf("state meta %llu\nstate btree %llu\nstate data %llu\nstate free %llu\n",
-	       (unsigned long long)meta, (unsigned long long)btree, (unsigned long long)data,
-	       (unsigned long long)free_);
+	printf("state meta %llu\nstate journal %llu\nstate btree %llu\nstate data %llu\nstate free %llu\n",
+	       (unsigned long long)meta, (unsigned long long)journal, (unsigned long long)btree,
+	       (unsigned long long)data, (unsigned long long)free_);
 	printf("live_sectors %llu\n", (unsigned long long)live);
+	printf("dirty_sectors %llu\n", (unsigned long long)dirty);
 	if (data)
 		printf("prio data min %llu avg %llu max %llu\n", (unsigned long long)pmin,
 		       (unsigned long long)(psum / data), (unsigned long long)pmax);
@@ -352,21 +464,27 @@ int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "btree",	no_argument, NULL, 'b' },
+		{ "journal",	no_argument, NULL, 'j' },
 		{ "uuids",	no_argument, NULL, 'u' },
 		{ "buckets",	no_argument, NULL, 'B' },
 		{ "help",	no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	bool btree = false, uuids = false, buckets = false, bad = false, have_index = false;
+	bool btree = false, journal = false, uuids = false, buckets = false, bad = false;
+	bool have_index = false;
+	struct bch_replay rp = { 0 };
 	char dev[BCH_UUID_STR_LEN], set[BCH_UUID_STR_LEN];
 	struct dump d = { 0 };
 	struct bch_cache c;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "buBh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "bjuBh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'b':
 			btree = true;
+			break;
+		case 'j':
+			journal = true;
 			break;
 		case 'u':
 			uuids = true;
@@ -387,8 +505,9 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!btree && !uuids && !buckets) {
+	if (!btree && !journal && !uuids && !buckets) {
 		btree = true;
+		journal = true;
 		uuids = true;
 		buckets = true;
 	}
@@ -410,9 +529,11 @@ int main(int argc, char **argv)
 		bad = true;
 
 	if (btree || buckets)
-		have_index = walk_index(&c, &d, &bad);
+		have_index = walk_index(&c, &d, &rp, &bad);
 	if (btree && have_index)
-		print_btree(&c, &d);
+		print_btree(&c, &d, &rp);
+	if (journal)
+		print_journal(&c, true, &bad);
 	if (uuids)
 		print_uuids(&c);
 	if (buckets && print_buckets(&c, &d, have_index))

@@ -75,8 +75,6 @@ static void print_root(const struct bch_sb_disk *sb)
 
 	if (!le32toh(k->size))
 		printf("btree.root\tnone\n");
-	else if (!(le64toh(sb->flags) & BCH_SB_CLEAN))
-		printf("btree.root\tstale (not clean)\n");
 	else
 		printf("btree.root\tbucket %llu gen %u level %u (sector %llu, %u sectors)\n",
 		       (unsigned long long)(ptr / le32toh(sb->bucket_size)),
@@ -109,7 +107,15 @@ static void print_sb(const struct bch_sb_disk *sb, uint64_t dev_sectors)
 	       (unsigned long long)le64toh(sb->first_bucket));
 	printf("data_buckets\t%llu\n",
 	       (unsigned long long)(le64toh(sb->nbuckets) -
-				    le64toh(sb->first_bucket)));
+				    le64toh(sb->first_bucket) -
+				    le32toh(sb->journal_buckets)));
+	printf("sb.journal_first\t%llu\n",
+	       (unsigned long long)le64toh(sb->journal_first));
+	printf("sb.journal_buckets\t%u\n", le32toh(sb->journal_buckets));
+	printf("sb.journal_seq\t%llu\n",
+	       (unsigned long long)le64toh(sb->journal_seq));
+	printf("sb.journal_pos\t%llu\n",
+	       (unsigned long long)le64toh(sb->journal_pos));
 	printf("device_sectors\t%llu\n",
 	       (unsigned long long)le64toh(sb->device_sectors));
 	printf("dev.sectors\t%llu\n", (unsigned long long)dev_sectors);

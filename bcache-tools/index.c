@@ -24,7 +24,6 @@ const char * const bch_key_state_names[BCH_KEY_NR_STATES] = {
 	[BCH_KEY_DEAD_EPOCH]	= "dead:old-epoch",
 	[BCH_KEY_DEAD_FREE]	= "dead:free-slot",
 	[BCH_KEY_DEAD_EPHEMERAL] = "dead:ephemeral-slot",
-	[BCH_KEY_DEAD_ATTACHED]	= "dead:attached-slot",
 };
 
 /* What bch_compat.h wants from a userspace program. */
@@ -61,9 +60,10 @@ u32 bch_crc32c(const void *buf, size_t len)
 }
 
 /*
- * As the kernel decides at the next attach after a clean shutdown
- * (bch_uuids_recover(), then bch_key_dead()), plus the two states that
- * only corruption produces.
+ * As the kernel decides at the next attach (bch_uuids_recover(), then
+ * bch_key_dead()), plus the two states that only corruption produces. A
+ * slot still marked attached was held when the cache went down: its data
+ * stands (the journal recovers it after a crash).
  */
 enum bch_key_state bch_key_state(const struct bch_cache *c, const struct bch_bkey *k)
 {
@@ -71,7 +71,8 @@ enum bch_key_state bch_key_state(const struct bch_cache *c, const struct bch_bke
 	u32 flags = le32toh(u->flags), epoch = le32toh(u->epoch);
 	u64 bucket = k->ptr / c->bucket_size;
 
-	if (bucket < c->first_bucket || bucket >= c->nbuckets)
+	if (bucket < c->first_bucket || bucket >= c->nbuckets ||
+	    bch_journal_bucket(&c->sb, bucket))
 		return BCH_KEY_DEAD_RANGE;
 	if (bch_inode_epoch(k->inode) > epoch)
 		return BCH_KEY_DEAD_FUTURE;
@@ -83,8 +84,6 @@ enum bch_key_state bch_key_state(const struct bch_cache *c, const struct bch_bke
 		return BCH_KEY_DEAD_EPOCH;
 	if (flags & BCH_UUID_EPHEMERAL)
 		return BCH_KEY_DEAD_EPHEMERAL;
-	if (flags & BCH_UUID_ATTACHED)
-		return BCH_KEY_DEAD_ATTACHED;
 	return BCH_KEY_LIVE;
 }
 
@@ -218,8 +217,24 @@ int bch_index_io(struct bch_btree *b, bool write, u64 bucket, u32 offset, void *
 	return 0;
 }
 
+int bch_index_mem_alloc(struct bch_btree *b, u64 *bucket, u8 *gen)
+{
+	struct bch_cache *c = bch_cache_of(b);
+
+	*bucket = c->mem_next++;
+	*gen = 0;
+	return 0;
+}
+
+void bch_index_mem_free(struct bch_btree *b, u64 bucket)
+{
+	(void)b;
+	(void)bucket;
+}
+
 void bch_index_setup(struct bch_cache *c, const struct bch_btree_ops *ops)
 {
+	c->mem_next = c->nbuckets;
 	memset(&c->b, 0, sizeof(c->b));
 	c->b.ops = ops;
 	c->b.priv = c;
@@ -269,6 +284,8 @@ static int do_load(struct bch_cache *c)
 	struct bch_bkey root;
 
 	bch_bkey_unpack(&root, &c->sb.btree_root);
+	if (!root.size)
+		return bch_btree_init(&c->b);
 	return bch_btree_load(&c->b, &root, le32toh(c->sb.btree_level));
 }
 
@@ -305,5 +322,48 @@ int bch_index_load(struct bch_cache *c, const struct bch_btree_ops *ops)
 			 "the superblock's root key or level is invalid");
 	else
 		snprintf(c->load_msg, sizeof(c->load_msg), "%s", strerror(-ret));
+	return ret;
+}
+
+int bch_index_replay(struct bch_cache *c, struct bch_replay *r)
+{
+	struct bch_journal j;
+	struct bch_jentry e;
+	struct bch_bkey k;
+	u32 i;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	c->load_msg[0] = '\0';
+	if (bch_journal_open(&j, &c->dev, &c->sb)) {
+		snprintf(c->load_msg, sizeof(c->load_msg), "out of memory");
+		return -ENOMEM;
+	}
+	while ((ret = bch_journal_next(&j, &e)) > 0) {
+		r->entries++;
+		for (i = 0; i < e.nkeys; i++) {
+			/* the kernel inserts nothing from the first bad key on */
+			if ((r->bad && !c->replay_past_refused) ||
+			    bch_jkey_invalid(&c->sb, &e.keys[i])) {
+				r->bad++;
+				continue;
+			}
+			bch_bkey_unpack(&k, &e.keys[i]);
+			ret = bch_btree_insert(&c->b, &k);
+			if (ret) {
+				snprintf(c->load_msg, sizeof(c->load_msg),
+					 "journal entry seq %llu, key %u: cannot be inserted: %s",
+					 (unsigned long long)e.seq, i, strerror(-ret));
+				goto out;
+			}
+			r->keys++;
+		}
+	}
+	if (ret < 0) {
+		snprintf(c->load_msg, sizeof(c->load_msg), "%s", bch_strerror());
+		ret = -EIO;
+	}
+out:
+	bch_journal_close(&j);
 	return ret;
 }

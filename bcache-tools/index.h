@@ -4,8 +4,9 @@
  * read or build it: bcache-check, bcache-dump and the test fixtures.
  *
  * A tool fills a struct bch_cache from the device (superblock, the current
- * bucket array, the current UUID table), then loads the index with its own
- * btree ops; bch_index_io() reads and writes node buckets on the device.
+ * bucket array, the current UUID table), then loads the index checkpoint
+ * with its own btree ops and replays the journal over it, as the kernel
+ * does at open; bch_index_io() reads and writes node buckets on the device.
  */
 #ifndef _BCACHE_TOOLS_INDEX_H
 #define _BCACHE_TOOLS_INDEX_H
@@ -39,6 +40,24 @@ struct bch_cache {
 	void			(*bad_set)(struct bch_cache *c, u64 bucket,
 					   unsigned int idx, unsigned int level);
 	void			*arg;		/* the tool's */
+	/* nodes made while replaying the journal: memory only, from nbuckets up */
+	u64			mem_next;
+	/*
+	 * bch_index_replay() inserts the keys after one bch_jkey_invalid()
+	 * refuses too, skipping only the refused ones: not what the kernel
+	 * does (it drops the whole index), but what the journal holds, for
+	 * counting the dirty data a dropped index loses.
+	 */
+	bool			replay_past_refused;
+};
+
+/* What bch_index_replay() did. */
+struct bch_replay {
+	u64			entries;	/* good entries replayed */
+	u64			keys;		/* keys inserted */
+	u64			bad;		/* keys not inserted: the first one
+						 * bch_jkey_invalid() refused, and
+						 * all after it */
 };
 
 /* What the kernel would make of a leaf key at the next attach. */
@@ -50,7 +69,6 @@ enum bch_key_state {
 	BCH_KEY_DEAD_EPOCH,	/* slot invalidated since */
 	BCH_KEY_DEAD_FREE,	/* slot not in use */
 	BCH_KEY_DEAD_EPHEMERAL,	/* slot freed at the next attach */
-	BCH_KEY_DEAD_ATTACHED,	/* slot invalidated at the next attach */
 	BCH_KEY_NR_STATES
 };
 
@@ -95,15 +113,38 @@ void *bch_read_region(struct bch_dev *dev, u64 sector, u64 sectors);
 
 enum bch_key_state bch_key_state(const struct bch_cache *c, const struct bch_bkey *k);
 
+/*
+ * ops->alloc and ->free for a tool's index that is never written: new
+ * nodes (an empty tree, splits while replaying the journal) get bucket
+ * numbers from nbuckets up, which no IO ever reaches.
+ */
+int bch_index_mem_alloc(struct bch_btree *b, u64 *bucket, u8 *gen);
+void bch_index_mem_free(struct bch_btree *b, u64 bucket);
+
+static inline bool bch_index_mem_bucket(const struct bch_cache *c, u64 bucket)
+{
+	return bucket >= c->nbuckets;
+}
+
 /* ops->io for node buckets of c's device (write only if opened rw). */
 int bch_index_io(struct bch_btree *b, bool write, u64 bucket, u32 offset, void *buf,
 		 u32 sectors);
 /* Set up c->b with @ops (c as priv); then bch_btree_init() or _load(). */
 void bch_index_setup(struct bch_cache *c, const struct bch_btree_ops *ops);
 /*
- * Load the index the superblock names: 0, or -errno with c->load_msg
- * saying why (btree.c's own message when it gave one).
+ * Load the index checkpoint the superblock names, or an empty tree if it
+ * names none (one ops->alloc): 0, or -errno with c->load_msg saying why
+ * (btree.c's own message when it gave one).
  */
 int bch_index_load(struct bch_cache *c, const struct bch_btree_ops *ops);
+/*
+ * Then replay the journal over it, as the next attach does: every key of
+ * every good entry inserted in order, up to the first that
+ * bch_jkey_invalid() refuses (from there on counted in r->bad: the
+ * kernel drops the whole index for one; with c->replay_past_refused only
+ * the refused keys are counted there, the others inserted). 0, or -errno
+ * with c->load_msg saying why.
+ */
+int bch_index_replay(struct bch_cache *c, struct bch_replay *r);
 
 #endif /* _BCACHE_TOOLS_INDEX_H */

@@ -67,4 +67,56 @@ int bch_sb_load(struct bch_dev *dev, struct bch_sb_disk *sb);
 int bch_region_csum(struct bch_dev *dev, uint64_t sector, uint64_t sectors,
 		    uint32_t *csum);
 
+/*
+ * journal.c: the journal ring read by the replay rule of bcache_ondisk.h,
+ * on a superblock that bch_sb_validate() accepted. Positions are ring
+ * sectors, counted from the start of bucket journal_first.
+ */
+struct bch_journal {
+	struct bch_dev		*dev;
+	const struct bch_sb_disk *sb;
+	uint32_t		block_size, bucket_size;
+	uint64_t		start;		/* device sector of the ring */
+	uint64_t		ring_sectors;
+	uint64_t		pos;		/* where the next entry is expected */
+	uint64_t		seq;		/* ... and its seq */
+	uint64_t		walked;		/* ring sectors passed so far */
+	uint64_t		entries, keys;	/* good ones so far */
+	bool			ended;
+	bool			end_magic;	/* an entry's magic was there */
+	char			end_why[512];	/* once ended: what is there */
+	uint8_t			*buf;
+};
+
+struct bch_jentry {
+	uint64_t			seq, pos;
+	uint32_t			sectors, nkeys;
+	bool				skipped;	/* to the next bucket */
+	const struct bch_bkey_disk	*keys;		/* until the next call */
+};
+
+int bch_journal_open(struct bch_journal *j, struct bch_dev *dev,
+		     const struct bch_sb_disk *sb);
+/*
+ * The next good entry: 1 (in @e), 0 the journal ends (j->end_why says what
+ * the two places it could be hold; j->pos and j->seq are then where and
+ * with which seq the next entry goes), -1 read error.
+ */
+int bch_journal_next(struct bch_journal *j, struct bch_jentry *e);
+void bch_journal_close(struct bch_journal *j);
+/* The largest seq of anything that looks like an entry of this cache set
+ * at a block boundary of the ring (checksum or not); 0 if none. */
+int bch_journal_max_seq(struct bch_dev *dev, const struct bch_sb_disk *sb,
+			uint64_t *max);
+bool bch_journal_bucket(const struct bch_sb_disk *sb, uint64_t bucket);
+uint32_t bch_jset_csum(const struct bch_jset_disk *j);
+/*
+ * Why the kernel would refuse a journal key (it then drops the whole
+ * index), or NULL: no flags but hole and dirty, and a data key must lie
+ * inside one data bucket, that is not metadata, not a journal bucket and
+ * not past the last bucket.
+ */
+const char *bch_jkey_invalid(const struct bch_sb_disk *sb,
+			     const struct bch_bkey_disk *k);
+
 #endif /* _BCACHE_TOOLS_LIB_H */

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* make-bcache: format a dm-bcache cache device. */
+#include <ctype.h>
 #include <endian.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@ struct opts {
 	uint64_t	block;		/* bytes */
 	uint64_t	bucket;		/* bytes */
 	const char	*label;
+	uint32_t	journal;	/* buckets; 0 = the default */
 	uint8_t		set_uuid[16];
 	bool		have_set_uuid;
 	bool		wipe;
@@ -29,12 +32,16 @@ static void usage(FILE *f)
 		"Format <device> as a dm-bcache cache device.\n\n"
 		"  -b, --bucket SIZE     bucket size (default 512k)\n"
 		"  -w, --block SIZE      block size (default 4k)\n"
+		"  -j, --journal-buckets N\n"
+		"                        journal size in buckets, %u to %u\n"
+		"                        (default 1/128 of the buckets, at least 4)\n"
 		"  -l, --label TEXT      label, at most 31 characters\n"
 		"      --cset-uuid UUID  cache set UUID (default random)\n"
 		"      --wipe            overwrite an existing dm-bcache superblock\n"
 		"  -q, --quiet           print nothing on success\n"
 		"  -h, --help            show this help\n\n"
-		"SIZE is in bytes, or with a binary suffix: 4k, 512k, 1M, 1G.\n");
+		"SIZE is in bytes, or with a binary suffix: 4k, 512k, 1M, 1G.\n",
+		BCH_MIN_JOURNAL_BUCKETS, BCH_MAX_JOURNAL_BUCKETS);
 }
 
 static int fail(const char *msg)
@@ -43,12 +50,36 @@ static int fail(const char *msg)
 	return 1;
 }
 
+/* A decimal journal size within the limits. */
+static int parse_journal(const char *str, uint32_t *n)
+{
+	unsigned long v;
+	char *end;
+	char msg[256];
+
+	errno = 0;
+	v = strtoul(str, &end, 10);
+	if (!isdigit((unsigned char)str[0]) || *end || errno) {
+		snprintf(msg, sizeof(msg), "invalid journal size '%s': a number of buckets", str);
+		return fail(msg);
+	}
+	if (v < BCH_MIN_JOURNAL_BUCKETS || v > BCH_MAX_JOURNAL_BUCKETS) {
+		snprintf(msg, sizeof(msg),
+			 "journal of %s buckets: it must be %u to %u buckets",
+			 str, BCH_MIN_JOURNAL_BUCKETS, BCH_MAX_JOURNAL_BUCKETS);
+		return fail(msg);
+	}
+	*n = v;
+	return 0;
+}
+
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
 		{ "bucket",	required_argument, NULL, 'b' },
 		{ "block",	required_argument, NULL, 'w' },
 		{ "label",	required_argument, NULL, 'l' },
+		{ "journal-buckets", required_argument, NULL, 'j' },
 		{ "cset-uuid",	required_argument, NULL, 'U' },
 		{ "wipe",	no_argument,	   NULL, 'W' },
 		{ "quiet",	no_argument,	   NULL, 'q' },
@@ -61,7 +92,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->bucket = BCH_DEFAULT_BUCKET_SECTORS << BCH_SECTOR_SHIFT;
 	o->label = "";
 
-	while ((c = getopt_long(argc, argv, "b:w:l:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "b:w:j:l:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			if (bch_parse_size(optarg, &o->bucket))
@@ -70,6 +101,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'w':
 			if (bch_parse_size(optarg, &o->block))
 				return fail(bch_strerror());
+			break;
+		case 'j':
+			if (parse_journal(optarg, &o->journal))
+				return 1;
 			break;
 		case 'l':
 			o->label = optarg;
@@ -144,19 +179,25 @@ static int check_sizes(const struct opts *o)
 	return fail(msg);
 }
 
-static bool layout_fits(uint64_t nbuckets, uint32_t bucket_size)
+static uint32_t journal_buckets(const struct opts *o, uint64_t nbuckets)
+{
+	return o->journal ? o->journal : bch_journal_default_buckets(nbuckets);
+}
+
+/* The metadata, the journal and enough data buckets. */
+static bool layout_fits(const struct opts *o, uint64_t nbuckets, uint32_t bucket_size)
 {
 	uint64_t first = bch_first_bucket(nbuckets, bucket_size);
 
-	return nbuckets >= first + BCH_MIN_DATA_BUCKETS;
+	return nbuckets >= first + journal_buckets(o, nbuckets) + BCH_MIN_DATA_BUCKETS;
 }
 
 /* Smallest device, in bytes, that leaves enough data buckets. */
-static uint64_t min_device_bytes(uint32_t bucket_size)
+static uint64_t min_device_bytes(const struct opts *o, uint32_t bucket_size)
 {
 	uint64_t n = BCH_MIN_DATA_BUCKETS;
 
-	while (!layout_fits(n, bucket_size))
+	while (!layout_fits(o, n, bucket_size))
 		n++;
 	return (n * bucket_size) << BCH_SECTOR_SHIFT;
 }
@@ -187,11 +228,16 @@ static void build_sb(struct bch_sb_disk *sb, const struct opts *o,
 	sb->uuid_sectors = htole32(uuid);
 	sb->uuid_offset[0] = htole64(BCH_META_START + 2 * prio);
 	sb->uuid_offset[1] = htole64(BCH_META_START + 2 * prio + uuid);
+	/* An empty journal right after the metadata. */
+	sb->journal_first = sb->first_bucket;
+	sb->journal_buckets = htole32(journal_buckets(o, nbuckets));
+	sb->journal_seq = htole64(1);
+	sb->journal_pos = 0;
 }
 
 /*
- * Both bucket array copies: gen 0, prio 0, metadata buckets flagged.
- * Written in chunks since a big device has a big array.
+ * Both bucket array copies: gen 0, prio 0, metadata and journal buckets
+ * flagged. Written in chunks since a big device has a big array.
  */
 static int write_prios(struct bch_dev *dev, const struct bch_sb_disk *sb,
 		       uint32_t *csum)
@@ -208,8 +254,12 @@ static int write_prios(struct bch_dev *dev, const struct bch_sb_disk *sb,
 	for (i = 0; i < total; i += n) {
 		n = total - i < per_chunk ? total - i : per_chunk;
 		memset(buf, 0, n * sizeof(buf[0]));
-		for (j = i; j < i + n && j < first; j++)
-			buf[j - i].flags = BCH_BUCKET_META;
+		for (j = i; j < i + n && j < le64toh(sb->nbuckets); j++) {
+			if (j < first)
+				buf[j - i].flags = BCH_BUCKET_META;
+			else if (bch_journal_bucket(sb, j))
+				buf[j - i].flags = BCH_BUCKET_JOURNAL;
+		}
 		for (copy = 0; copy < 2; copy++) {
 			off = (le64toh(sb->prio_offset[copy]) << BCH_SECTOR_SHIFT) +
 				i * sizeof(buf[0]);
@@ -233,6 +283,29 @@ static int write_uuids(struct bch_dev *dev, const struct bch_sb_disk *sb,
 				   le64toh(sb->uuid_offset[copy]) << BCH_SECTOR_SHIFT))
 			return -1;
 	*csum = bch_csum(zero, sizeof(zero));
+	return 0;
+}
+
+/*
+ * The whole ring is zeroed: replay must find nothing at journal_pos nor
+ * at the start of any bucket, and no entry an earlier format of the same
+ * cache set left behind may ever be taken for a new one.
+ */
+static int write_journal(struct bch_dev *dev, const struct bch_sb_disk *sb)
+{
+	static uint8_t zero[1 << 20];
+	uint64_t off = le64toh(sb->journal_first) * le32toh(sb->bucket_size) << BCH_SECTOR_SHIFT;
+	uint64_t left = ((uint64_t)le32toh(sb->journal_buckets) *
+			 le32toh(sb->bucket_size)) << BCH_SECTOR_SHIFT;
+	size_t n;
+
+	while (left) {
+		n = left < sizeof(zero) ? left : sizeof(zero);
+		if (bch_pwrite_all(dev, zero, n, off))
+			return -1;
+		off += n;
+		left -= n;
+	}
 	return 0;
 }
 
@@ -265,7 +338,8 @@ static int check_old_sb(struct bch_dev *dev, const struct opts *o)
 
 static void summary(const struct bch_sb_disk *sb, const char *path)
 {
-	uint64_t data = le64toh(sb->nbuckets) - le64toh(sb->first_bucket);
+	uint64_t data = le64toh(sb->nbuckets) - le64toh(sb->first_bucket) -
+			le32toh(sb->journal_buckets);
 	uint64_t bucket = (uint64_t)le32toh(sb->bucket_size) << BCH_SECTOR_SHIFT;
 	char u[BCH_UUID_STR_LEN], s[BCH_UUID_STR_LEN], size[BCH_SIZE_STR_LEN];
 
@@ -280,12 +354,15 @@ static void summary(const struct bch_sb_disk *sb, const char *path)
 	       "  bucket size   %llu bytes\n"
 	       "  nbuckets      %llu\n"
 	       "  first bucket  %llu\n"
+	       "  journal       %u buckets from bucket %llu\n"
 	       "  data capacity %llu buckets, %llu bytes (%s)\n",
 	       path, u, s, (const char *)sb->label,
 	       le32toh(sb->block_size) << BCH_SECTOR_SHIFT,
 	       (unsigned long long)bucket,
 	       (unsigned long long)le64toh(sb->nbuckets),
 	       (unsigned long long)le64toh(sb->first_bucket),
+	       le32toh(sb->journal_buckets),
+	       (unsigned long long)le64toh(sb->journal_first),
 	       (unsigned long long)data,
 	       (unsigned long long)(data * bucket), size);
 }
@@ -327,12 +404,13 @@ int main(int argc, char **argv)
 			(unsigned long long)BCH_MAX_BUCKETS);
 		goto out;
 	}
-	if (!layout_fits(nbuckets, bucket_size)) {
-		bch_format_size(min_device_bytes(bucket_size), need);
-		fprintf(stderr, PROG ": %s is too small (%llu bytes): with %llu byte buckets it must be at least %llu bytes (%s)\n",
+	if (!layout_fits(&o, nbuckets, bucket_size)) {
+		bch_format_size(min_device_bytes(&o, bucket_size), need);
+		fprintf(stderr, PROG ": %s is too small (%llu bytes): with %llu byte buckets and %s journal it must be at least %llu bytes (%s)\n",
 			o.path, (unsigned long long)dev.size,
 			(unsigned long long)o.bucket,
-			(unsigned long long)min_device_bytes(bucket_size), need);
+			o.journal ? "this" : "the default",
+			(unsigned long long)min_device_bytes(&o, bucket_size), need);
 		goto out;
 	}
 
@@ -343,7 +421,8 @@ int main(int argc, char **argv)
 
 	build_sb(&sb, &o, sectors, nbuckets);
 	if (bch_uuid_generate(sb.uuid) ||
-	    write_prios(&dev, &sb, &csum))
+	    write_prios(&dev, &sb, &csum) ||
+	    write_journal(&dev, &sb))
 		goto err;
 	/* Both copies are written alike: either can be fallen back to. */
 	sb.prio_csum = htole32(csum);

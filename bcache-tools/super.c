@@ -62,7 +62,44 @@ static int check_regions(const struct bch_sb_disk *sb, uint64_t meta_end)
 	return 0;
 }
 
-/* A clean superblock's root must point at the start of a data bucket. */
+/*
+ * The ring within [first_bucket, nbuckets), leaving enough data buckets;
+ * replay starting on a block boundary inside it.
+ */
+static int check_journal(const struct bch_sb_disk *sb)
+{
+	uint64_t first = le64toh(sb->journal_first);
+	uint32_t n = le32toh(sb->journal_buckets);
+	uint64_t nbuckets = le64toh(sb->nbuckets);
+	uint64_t first_bucket = le64toh(sb->first_bucket);
+	uint64_t pos = le64toh(sb->journal_pos);
+	uint64_t ring = (uint64_t)n * le32toh(sb->bucket_size);
+
+	if (n < BCH_MIN_JOURNAL_BUCKETS || n > BCH_MAX_JOURNAL_BUCKETS)
+		return bch_err("journal of %u buckets (must be %u to %u)", n,
+			       BCH_MIN_JOURNAL_BUCKETS, BCH_MAX_JOURNAL_BUCKETS);
+	if (first < first_bucket || first > nbuckets || n > nbuckets - first)
+		return bch_err("journal buckets %llu to %llu are outside the buckets [%llu, %llu)",
+			       (unsigned long long)first,
+			       (unsigned long long)(first + n - 1),
+			       (unsigned long long)first_bucket,
+			       (unsigned long long)nbuckets);
+	if (nbuckets - first_bucket - n < BCH_MIN_DATA_BUCKETS)
+		return bch_err("only %llu data buckets besides the journal (minimum %u)",
+			       (unsigned long long)(nbuckets - first_bucket - n),
+			       BCH_MIN_DATA_BUCKETS);
+	if (pos >= ring || pos % le32toh(sb->block_size))
+		return bch_err("journal position %llu is not a block of the %llu sector ring",
+			       (unsigned long long)pos, (unsigned long long)ring);
+	if (!le64toh(sb->journal_seq))
+		return bch_err("journal seq 0 (seqs start at 1)");
+	return 0;
+}
+
+/*
+ * The root (the index checkpoint, whatever BCH_SB_CLEAN says) must point
+ * at the start of a data bucket.
+ */
 static int check_root(const struct bch_sb_disk *sb)
 {
 	const struct bch_bkey_disk *k = &sb->btree_root;
@@ -70,12 +107,13 @@ static int check_root(const struct bch_sb_disk *sb)
 	uint32_t bucket_size = le32toh(sb->bucket_size);
 	uint64_t b = ptr / bucket_size;
 
-	if (!(le64toh(sb->flags) & BCH_SB_CLEAN) || !le32toh(k->size))
+	if (!le32toh(k->size))
 		return 0;
 	if (ptr % bucket_size)
 		return bch_err("btree root at sector %llu is not bucket aligned",
 			       (unsigned long long)ptr);
-	if (b < le64toh(sb->first_bucket) || b >= le64toh(sb->nbuckets))
+	if (b < le64toh(sb->first_bucket) || b >= le64toh(sb->nbuckets) ||
+	    bch_journal_bucket(sb, b))
 		return bch_err("btree root bucket %llu is not a data bucket",
 			       (unsigned long long)b);
 	return 0;
@@ -146,6 +184,8 @@ int bch_sb_validate(const struct bch_sb_disk *sb, uint64_t dev_sectors)
 	if (le32toh(sb->uuid_current) > 1)
 		return bch_err("invalid current UUID table copy %u",
 			       le32toh(sb->uuid_current));
+	if (check_journal(sb))
+		return -1;
 	return check_root(sb);
 }
 

@@ -9,26 +9,38 @@
  * a filled bucket starts at cache_priority_initial, every hit adds
  * cache_priority_hit per 4 KiB plus cache_priority_seek, and every
  * cache_priority_rescale sectors of IO all priorities decay by 7/8.
+ *
+ * An invalidated bucket is reused only after its new gen is on disk
+ * (FREE_INC -> PERSISTING -> FREE, written by prio.c from the reclaim
+ * work): a crash must never bring back a key that matches the old gen.
  */
 #include <linux/vmalloc.h>
 
 #include "dm-bcache.h"
 
-/* Free buckets that only the btree may take, so an index insert can
- * always find a node even when data fills have used everything else.
+/*
+ * Free buckets that only the btree may take, so an index insert can
+ * always find a node even when data fills have used everything else, and
+ * a checkpoint can rewrite every node to a new bucket (the old ones are
+ * freed only once the checkpoint is durable).
  */
 #define BCH_BTREE_RESERVE	8
 
+static u64 bch_btree_reserve(struct bch_cache_set *set)
+{
+	return BCH_BTREE_RESERVE + set->nr_btree;
+}
+
 static u64 bch_reclaim_target(struct bch_cache_set *set)
 {
-	return max_t(u64, BCH_BTREE_RESERVE * 2,
+	return max_t(u64, bch_btree_reserve(set) * 2,
 		     (set->nbuckets - set->first_bucket) / 16);
 }
 
 static bool bch_can_invalidate(struct bch_bucket *b)
 {
 	return b->state == BCH_B_DATA && !atomic_read(&b->pending) &&
-	       (u8)(b->gen + 1 - b->last_gc) < BCH_GC_GEN_MAX;
+	       !b->dirty && (u8)(b->gen + 1 - b->last_gc) < BCH_GC_GEN_MAX;
 }
 
 static void bch_fifo_push(struct bch_cache_set *set, u64 bucket)
@@ -48,7 +60,7 @@ static u64 bch_fifo_pop(struct bch_cache_set *set)
 	return bucket;
 }
 
-/* Bump the gen (dropping all keys into @b) and queue it as free. */
+/* Bump the gen (dropping all keys into @b); free once that is on disk. */
 static void bch_bucket_invalidate(struct bch_cache_set *set, u64 i)
 {
 	struct bch_bucket *b = &set->buckets[i];
@@ -56,7 +68,7 @@ static void bch_bucket_invalidate(struct bch_cache_set *set, u64 i)
 	lockdep_assert_held(&set->alloc_lock);
 	if (b->state == BCH_B_DATA || b->state == BCH_B_OPEN)
 		set->nr_data--;
-	else if (b->state == BCH_B_BTREE)
+	else if (b->state == BCH_B_BTREE || b->state == BCH_B_FREEING)
 		set->nr_btree--;
 	WRITE_ONCE(b->gen, b->gen + 1);
 	atomic64_inc(&set->invalidations);
@@ -65,9 +77,48 @@ static void bch_bucket_invalidate(struct bch_cache_set *set, u64 i)
 	 * and rewritten: pairs with the smp_rmb() in bch_ptr_stale().
 	 */
 	smp_wmb();
-	b->state = BCH_B_FREE;
+	b->state = BCH_B_FREE_INC;
 	b->prio = 0;
-	bch_fifo_push(set, i);
+	set->nr_free_inc++;
+}
+
+/* The bucket array is being written (prio.c): take a consistent copy. */
+void bch_alloc_persist_fill(struct bch_cache_set *set, struct bch_bucket_disk *d)
+{
+	u64 i;
+
+	spin_lock(&set->alloc_lock);
+	for (i = 0; i < set->nbuckets; i++) {
+		struct bch_bucket *b = &set->buckets[i];
+
+		d[i].prio = cpu_to_le16(b->prio);
+		d[i].gen = b->gen;
+		d[i].flags = b->flags;
+		if (b->state == BCH_B_FREE_INC)
+			b->state = BCH_B_PERSISTING;
+	}
+	spin_unlock(&set->alloc_lock);
+}
+
+void bch_alloc_persist_done(struct bch_cache_set *set, bool ok)
+{
+	u64 i;
+
+	spin_lock(&set->alloc_lock);
+	for (i = set->first_bucket; i < set->nbuckets; i++) {
+		struct bch_bucket *b = &set->buckets[i];
+
+		if (b->state != BCH_B_PERSISTING)
+			continue;
+		if (ok) {
+			b->state = BCH_B_FREE;
+			set->nr_free_inc--;
+			bch_fifo_push(set, i);
+		} else {
+			b->state = BCH_B_FREE_INC;
+		}
+	}
+	spin_unlock(&set->alloc_lock);
 }
 
 bool bch_ptr_stale(struct bch_cache_set *set, u64 ptr, u8 gen)
@@ -97,7 +148,7 @@ int bch_alloc_data(struct bch_cache_set *set, u32 sectors, u64 *ptr, u8 *gen,
 		set->have_open = false;
 	}
 	if (!set->have_open) {
-		if (set->nr_free <= BCH_BTREE_RESERVE) {
+		if (set->nr_free <= bch_btree_reserve(set)) {
 			r = -ENOSPC;
 			goto out;
 		}
@@ -137,6 +188,22 @@ void bch_alloc_done(struct bch_cache_set *set, u64 ptr, u32 inserted)
 	atomic_dec(&b->pending);
 }
 
+/*
+ * The same for a dirty key: counted under the allocator's lock, before
+ * pending drops, so reclaim never sees the bucket without either.
+ */
+void bch_alloc_done_dirty(struct bch_cache_set *set, u64 ptr, u32 inserted)
+{
+	struct bch_bucket *b = &set->buckets[ptr / set->bucket_size];
+
+	lockdep_assert_held(&set->btree_lock);
+	spin_lock(&set->alloc_lock);
+	b->sectors += inserted;
+	b->dirty += inserted;
+	atomic_dec(&b->pending);
+	spin_unlock(&set->alloc_lock);
+}
+
 /* Space allocated at @ptr will not be indexed (callable from endio). */
 void bch_alloc_abort(struct bch_cache_set *set, u64 ptr)
 {
@@ -167,10 +234,11 @@ out:
 	return r;
 }
 
+/* The checkpoint on disk may still name the node: free it after the next. */
 void bch_free_btree(struct bch_cache_set *set, u64 bucket)
 {
 	spin_lock(&set->alloc_lock);
-	bch_bucket_invalidate(set, bucket);
+	set->buckets[bucket].state = BCH_B_FREEING;
 	spin_unlock(&set->alloc_lock);
 }
 
@@ -227,26 +295,29 @@ static void bch_reclaim_work(struct work_struct *work)
 	struct bch_cache_set *set = container_of(work, struct bch_cache_set,
 						 reclaim_work);
 	struct bch_candidate *c;
-	u64 want, n = 0, i, j;
-	bool blocked = false;
+	u64 want, have, n = 0, i, j;
+	bool blocked = false, gc;
 
 	spin_lock(&set->alloc_lock);
 	want = set->gc_running ? 0 : bch_reclaim_target(set);
-	want = want > set->nr_free ? want - set->nr_free : 0;
+	have = set->nr_free + set->nr_free_inc;
+	want = want > have ? want - have : 0;
 	spin_unlock(&set->alloc_lock);
-	if (!want)
-		return;
-
-	c = kvmalloc_array(want, sizeof(*c), GFP_KERNEL);
+	c = want ? kvmalloc_array(want, sizeof(*c), GFP_KERNEL) : NULL;
 	if (!c)
-		return;
+		goto persist;
 
 	spin_lock(&set->alloc_lock);
-	for (i = set->first_bucket; i < set->nbuckets; i++) {
+	/* A GC pass recounting now leaves the counts half done. */
+	if (set->gc_running)
+		want = 0;
+	for (i = set->first_bucket; want && i < set->nbuckets; i++) {
 		struct bch_bucket *b = &set->buckets[i];
 
 		if (!bch_can_invalidate(b)) {
-			if (b->state == BCH_B_DATA && !atomic_read(&b->pending))
+			/* Held back by its gen only: a GC pass frees it. */
+			if (b->state == BCH_B_DATA && !atomic_read(&b->pending) &&
+			    !b->dirty)
 				blocked = true;
 			continue;
 		}
@@ -264,11 +335,27 @@ static void bch_reclaim_work(struct work_struct *work)
 		bch_bucket_invalidate(set, c[i].bucket);
 	if (blocked || n < want)
 		set->need_gc = true;
+	/*
+	 * Each pass is a checkpoint: not more than a few a second, when the
+	 * cache is held up by dirty data a pass cannot free.
+	 */
+	gc = set->need_gc && time_after_eq(jiffies, set->gc_allowed);
+	if (gc)
+		set->gc_allowed = jiffies + HZ / 4;
 	spin_unlock(&set->alloc_lock);
 	kvfree(c);
 
-	if (set->need_gc)
+	if (gc)
 		queue_work(set->wq, &set->gc_work);
+persist:
+	if (READ_ONCE(set->nr_free_inc)) {
+		mutex_lock(&set->lock);
+		if (bch_prios_write(set)) {
+			DMERR_LIMIT("%s: cannot write the bucket array", set->name);
+			bch_cache_io_error(set, true);
+		}
+		mutex_unlock(&set->lock);
+	}
 }
 
 int bch_alloc_init(struct bch_cache_set *set)
@@ -300,15 +387,19 @@ void bch_alloc_gc_start(struct bch_cache_set *set)
 
 	spin_lock(&set->alloc_lock);
 	set->gc_running = true;
-	for (i = set->first_bucket; i < set->nbuckets; i++)
+	for (i = set->first_bucket; i < set->nbuckets; i++) {
 		set->buckets[i].sectors = 0;
+		set->buckets[i].dirty = 0;
+	}
+	for (i = 0; i < BCH_UUID_SLOTS; i++)
+		set->slots[i].gc_dirty = 0;
 	spin_unlock(&set->alloc_lock);
 }
 
 /*
- * After a GC pass has counted live sectors: empty data buckets go back to
- * the FIFO and every bucket's last_gc catches up with its gen, as GC has
- * dropped every key older than that.
+ * After a GC pass has counted live sectors: empty data buckets are freed
+ * and every bucket's gen is noted: GC has dropped every key older than
+ * that, and once the checkpoint is durable, so has the disk.
  */
 void bch_alloc_gc_finish(struct bch_cache_set *set)
 {
@@ -321,10 +412,28 @@ void bch_alloc_gc_finish(struct bch_cache_set *set)
 		if (b->state == BCH_B_DATA && !b->sectors &&
 		    !atomic_read(&b->pending))
 			bch_bucket_invalidate(set, i);
-		b->last_gc = b->gen;
+		b->gc_gen = b->gen;
 	}
+	for (i = 0; i < BCH_UUID_SLOTS; i++)
+		atomic64_set(&set->slots[i].dirty, set->slots[i].gc_dirty);
 	set->need_gc = false;
 	set->gc_running = false;
+	spin_unlock(&set->alloc_lock);
+}
+
+/* The checkpoint is durable: what it no longer names can go. */
+void bch_alloc_checkpoint_done(struct bch_cache_set *set)
+{
+	u64 i;
+
+	spin_lock(&set->alloc_lock);
+	for (i = set->first_bucket; i < set->nbuckets; i++) {
+		struct bch_bucket *b = &set->buckets[i];
+
+		if (b->state == BCH_B_FREEING)
+			bch_bucket_invalidate(set, i);
+		b->last_gc = b->gc_gen;
+	}
 	spin_unlock(&set->alloc_lock);
 }
 
@@ -335,8 +444,11 @@ void bch_alloc_gc_abort(struct bch_cache_set *set)
 
 	spin_lock(&set->alloc_lock);
 	for (i = set->first_bucket; i < set->nbuckets; i++)
-		if (set->buckets[i].state == BCH_B_DATA)
+		if (set->buckets[i].state == BCH_B_DATA ||
+		    set->buckets[i].state == BCH_B_OPEN) {
 			set->buckets[i].sectors = 1;	/* not empty */
+			set->buckets[i].dirty = 1;	/* nor clean */
+		}
 	set->gc_running = false;
 	spin_unlock(&set->alloc_lock);
 }
@@ -354,12 +466,16 @@ void bch_alloc_load(struct bch_cache_set *set)
 	set->free_head = 0;
 	set->nr_data = 0;
 	set->nr_btree = 0;
+	set->nr_free_inc = 0;
 	for (i = 0; i < set->nbuckets; i++) {
 		struct bch_bucket *b = &set->buckets[i];
 
 		b->last_gc = b->gen;
-		if (i < set->first_bucket) {
+		b->gc_gen = b->gen;
+		if (b->flags & BCH_BUCKET_META) {
 			b->state = BCH_B_META;
+		} else if (b->flags & BCH_BUCKET_JOURNAL) {
+			b->state = BCH_B_JOURNAL;
 		} else if (b->state == BCH_B_BTREE) {
 			set->nr_btree++;
 		} else if (b->sectors) {

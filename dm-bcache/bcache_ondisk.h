@@ -14,7 +14,11 @@
  *   16 + P           bucket array copy 1
  *   16 + 2P          UUID table copy 0 (256 slots of 128 bytes)
  *   16 + 2P + U      UUID table copy 1
- *   first_bucket * bucket_size ... data and btree buckets
+ *   first_bucket * bucket_size ... journal, data and btree buckets
+ *
+ * The journal is a ring of journal_buckets buckets from journal_first,
+ * flagged BCH_BUCKET_JOURNAL in the bucket array (see "The journal"
+ * below). Version 2 added it; version 1 caches are refused.
  *
  * Metadata that is rewritten in place (bucket array, UUID table) has two
  * copies. A writer fills the copy that is not current, flushes, then
@@ -29,7 +33,12 @@
  *   uuid_sectors long, zero tail included; the *_csum_other fields are
  *   those of the other copy, so a bad current copy can fall back to it;
  * - first_bucket is exactly bch_first_bucket(nbuckets, bucket_size);
- * - a btree_root with size 0 means no index has been written;
+ * - a btree_root with size 0 means no index has been written; the root
+ *   is the index checkpoint, valid whatever BCH_SB_CLEAN says;
+ * - the journal ring lies within [first_bucket, nbuckets), holds
+ *   BCH_MIN_JOURNAL_BUCKETS to BCH_MAX_JOURNAL_BUCKETS buckets and leaves
+ *   at least BCH_MIN_DATA_BUCKETS others; make-bcache puts it at
+ *   first_bucket and starts it empty: journal_seq 1, journal_pos 0;
  * - reserved bytes are written as zero.
  */
 #ifndef _BCACHE_ONDISK_H
@@ -56,7 +65,7 @@
 #define BCH_SB_SIZE		4096U
 #define BCH_META_START		16	/* first sector after the superblock */
 
-#define BCH_SB_VERSION		1
+#define BCH_SB_VERSION		2
 
 /* 15 characters and the NUL: all 16 bytes of the magic field */
 #define BCH_SB_MAGIC		"dm-bcache-cache"
@@ -67,6 +76,8 @@
 #define BCH_DEFAULT_BUCKET_SECTORS 1024		/* 512 KiB */
 #define BCH_MAX_BUCKET_SECTORS	BIT(16)	/* 32 MiB */
 #define BCH_MIN_DATA_BUCKETS	16		/* below this nothing works */
+#define BCH_MIN_JOURNAL_BUCKETS	2
+#define BCH_MAX_JOURNAL_BUCKETS	256
 #define BCH_MAX_BUCKETS		BIT_ULL(32)	/* inclusive */
 
 #define BCH_UUID_SLOTS		256
@@ -121,7 +132,7 @@ struct bch_sb_disk {
 	__le32	uuid_current;
 	__le32	uuid_csum;
 
-	/* btree root, valid only while BCH_SB_CLEAN is set */
+	/* the index checkpoint: the journal is replayed over it */
 	struct bch_bkey_disk btree_root;
 	__le32	btree_level;
 	__le32	btree_pad;
@@ -130,7 +141,14 @@ struct bch_sb_disk {
 	__le32	prio_csum_other;
 	__le32	uuid_csum_other;
 
-	__u8	reserved[BCH_SB_SIZE - 256];
+	/* The journal ring, and where replay over the checkpoint starts. */
+	__le64	journal_first;	/* first bucket of the ring */
+	__le32	journal_buckets;
+	__le32	journal_pad;
+	__le64	journal_seq;	/* seq of the first entry to replay */
+	__le64	journal_pos;	/* its sector, counted from the ring start */
+
+	__u8	reserved[BCH_SB_SIZE - 288];
 } __packed;
 
 /* One entry per bucket, on disk next to the superblock. */
@@ -141,6 +159,7 @@ struct bch_bucket_disk {
 } __packed;
 
 #define BCH_BUCKET_META		BIT(0)	/* holds sb/array/uuids */
+#define BCH_BUCKET_JOURNAL	BIT(1)	/* part of the journal ring */
 
 /* One slot per origin. */
 struct bch_uuid_disk {
@@ -181,11 +200,46 @@ struct bch_bset_disk {
 
 #define BCH_BSET_MAGIC		0x62736574	/* "bset" */
 
+/*
+ * The journal: every key inserted into the index since the checkpoint,
+ * in insert order, as entries appended to the ring. An entry starts on a
+ * block boundary, takes @sectors (a block multiple, at most
+ * BCH_JSET_MAX_SECTORS) and never crosses a bucket boundary: an entry
+ * that does not fit in the rest of a bucket goes to the start of the
+ * next one (the ring wraps). Entries are written one at a time with
+ * PREFLUSH|FUA, so data a key points to is durable before the key.
+ *
+ * Replay starts at ring sector journal_pos expecting seq journal_seq
+ * (never 0). An entry is good if magic, set_uuid, seq (the one
+ * expected), sectors and csum are; after a good entry the next is
+ * expected right behind it, else, if that place does not start a bucket,
+ * at the start of the next bucket, unless that is a whole ring from
+ * journal_pos; the journal ends at the first place where neither holds a
+ * good entry. Replaying inserts each entry's keys into the index in
+ * order, as if they were inserted anew. A journal key carries no flag but
+ * BCH_KEY_HOLE and BCH_KEY_DIRTY, and a data key lies inside one bucket
+ * that is neither metadata nor journal: anything else means the index
+ * cannot be trusted.
+ */
+struct bch_jset_disk {
+	__le32	csum;		/* crc32c of bytes [4, 32 + 32 * nkeys) */
+	__le32	magic;		/* BCH_JSET_MAGIC */
+	__le64	seq;
+	__le32	nkeys;
+	__le32	sectors;	/* ring space the entry takes */
+	__u8	set_uuid[8];	/* first bytes of the sb's set_uuid */
+	struct bch_bkey_disk keys[];
+} __packed;
+
+#define BCH_JSET_MAGIC		0x6a736574	/* "jset" */
+#define BCH_JSET_MAX_SECTORS	128		/* 64 KiB */
+
 static_assert(sizeof(struct bch_bkey_disk) == 32, "bkey size");
 static_assert(sizeof(struct bch_sb_disk) == BCH_SB_SIZE, "sb size");
 static_assert(sizeof(struct bch_bucket_disk) == 4, "bucket size");
 static_assert(sizeof(struct bch_uuid_disk) == 128, "uuid slot size");
 static_assert(sizeof(struct bch_bset_disk) == 32, "bset header size");
+static_assert(sizeof(struct bch_jset_disk) == 32, "jset header size");
 
 static inline __u64 bch_round_up(__u64 n, __u64 d)
 {
@@ -214,6 +268,25 @@ static inline __u64 bch_meta_end(__u64 nbuckets)
 static inline __u64 bch_first_bucket(__u64 nbuckets, __u32 bucket_size)
 {
 	return (bch_meta_end(nbuckets) + bucket_size - 1) / bucket_size;
+}
+
+/* Default journal size: 1/128 of the buckets, within the limits. */
+static inline __u32 bch_journal_default_buckets(__u64 nbuckets)
+{
+	__u64 n = nbuckets >> 7;
+
+	if (n < 4)
+		n = 4;
+	if (n > BCH_MAX_JOURNAL_BUCKETS)
+		n = BCH_MAX_JOURNAL_BUCKETS;
+	return (__u32)n;
+}
+
+/* Keys that fit in an entry of @sectors. */
+static inline __u32 bch_jset_max_keys(__u32 sectors)
+{
+	return ((sectors << BCH_SECTOR_SHIFT) - sizeof(struct bch_jset_disk)) /
+		sizeof(struct bch_bkey_disk);
 }
 
 #endif /* _BCACHE_ONDISK_H */

@@ -21,18 +21,27 @@
 
 #include "bcache_ondisk.h"
 #include "btree.h"
+#include "journal.h"
 #include "seq.h"
 #include "track.h"
 
 #define DM_MSG_PREFIX "bcache"
 
-/* In-core bucket states; only prio, gen and the META flag are on disk. */
+/*
+ * In-core bucket states; only prio, gen and flags are on disk. A bucket
+ * whose gen was bumped may be written again only once the new gen is on
+ * disk: else a crash would bring back keys that match its old gen.
+ */
 enum bch_bucket_state {
-	BCH_B_FREE,		/* on the free FIFO, no live key points in */
+	BCH_B_FREE,		/* on the free FIFO, its gen on disk */
+	BCH_B_FREE_INC,		/* gen bumped, not yet written */
+	BCH_B_PERSISTING,	/* gen being written */
 	BCH_B_OPEN,		/* data is being appended */
 	BCH_B_DATA,		/* full of (possibly stale) cached data */
 	BCH_B_BTREE,		/* holds a btree node */
+	BCH_B_FREEING,		/* held a node the checkpoint may still name */
 	BCH_B_META,		/* superblock, bucket arrays, UUID tables */
+	BCH_B_JOURNAL,		/* the journal ring */
 };
 
 /*
@@ -47,11 +56,13 @@ enum bch_bucket_state {
 struct bch_bucket {
 	u16	prio;
 	u8	gen;
-	u8	last_gc;	/* gen at the last full GC */
+	u8	last_gc;	/* gen at the last checkpointed GC */
+	u8	gc_gen;		/* gen at the last GC, until it is checkpointed */
 	u8	flags;		/* BCH_BUCKET_* */
 	u8	state;		/* enum bch_bucket_state */
 	atomic_t pending;	/* fills allocated here, key not yet inserted */
 	u32	sectors;	/* live sectors (exact after GC) */
+	u32	dirty;		/* dirty sectors: exact after GC, else more */
 };
 
 struct bch_prio_tunables {
@@ -66,7 +77,11 @@ struct bch_slot {
 	unsigned int		holders;	/* tables using the slot */
 	struct mapped_device	*md;		/* the device they belong to */
 	dev_t			origin;		/* and its origin device */
+	struct block_device	*bdev;		/* the origin, while held */
+	bool			fp_stale;	/* its first 4 KiB were written */
 	struct bch_track	*track;		/* writes racing with fills */
+	atomic64_t		dirty;		/* sectors; exact after GC */
+	u64			gc_dirty;	/* counted by the GC pass */
 };
 
 struct bch_cache_set {
@@ -86,6 +101,7 @@ struct bch_cache_set {
 	u32			bucket_size;	/* sectors */
 	u64			nbuckets;
 	u64			first_bucket;
+	u32			journal_buckets;
 	struct bch_bucket	*buckets;	/* nbuckets entries */
 	void			*prio_buf;	/* one on-disk array copy */
 
@@ -100,14 +116,23 @@ struct bch_cache_set {
 	u32			open_offset;	/* sectors used in open_bucket */
 	bool			have_open;
 	u64			nr_data, nr_btree;	/* buckets in use */
+	u64			nr_free_inc;	/* FREE_INC + PERSISTING */
 	struct bch_prio_tunables prio;
 	atomic64_t		rescale_sectors;
 	bool			need_gc;
+	unsigned long		gc_allowed;	/* jiffies: reclaim's next GC */
 	bool			gc_running;
 
 	/* The index: readers under read, inserts/GC/flush under write. */
 	struct rw_semaphore	btree_lock;
 	struct bch_btree	btree;
+	struct bch_journal	journal;
+	struct mutex		checkpoint_lock;	/* one at a time */
+	atomic64_t		checkpoints;
+
+	/* Writes held until the UUID table has dropped what they overwrite. */
+	spinlock_t		uuid_waiters_lock;
+	struct bio_list		uuid_waiters;
 
 	struct workqueue_struct	*wq;
 	struct work_struct	reclaim_work;
@@ -120,7 +145,11 @@ struct bch_cache_set {
 	/* Cache device errors: past a point, every IO bypasses the cache. */
 	atomic_t		io_errors;
 	bool			failed;
+	bool			failed_dropped;	/* origins invalidated for it */
 };
+
+/* The slot fingerprint covers the origin's first sectors. */
+#define BCH_FINGERPRINT_SECTORS	8
 
 /* Read errors tolerated (each retried from the origin) before failing. */
 #define BCH_READ_ERRORS_MAX	8
@@ -137,11 +166,37 @@ struct bch_stats {
 	atomic64_t	cache_errors;
 };
 
-/* What is cached: writes are always punched out of the index. */
+/* What is cached, and where writes go. */
 enum bch_cache_mode {
-	BCH_MODE_WRITETHROUGH,	/* reads and writes */
+	BCH_MODE_WRITETHROUGH,	/* reads and writes; writes to the origin */
 	BCH_MODE_WRITEAROUND,	/* reads only */
 	BCH_MODE_NONE,		/* nothing: every IO goes to the origin */
+	BCH_MODE_WRITEBACK,	/* writes to the cache, later to the origin */
+};
+
+/* An origin range being written back: origin writes to it must wait. */
+struct bch_wb_range {
+	u64	start, end;
+};
+
+#define BCH_WB_EXTENTS		64		/* per batch */
+#define BCH_WB_BATCH_SECTORS	BIT(13)		/* 4 MiB per batch */
+
+struct bch_writeback {
+	struct delayed_work	work;
+	spinlock_t		lock;		/* ranges, waiters */
+	struct bch_wb_range	ranges[BCH_WB_EXTENTS];
+	unsigned int		nr_ranges;
+	struct bio_list		waiters;	/* origin writes into ranges */
+	struct work_struct	resubmit_work;	/* sends them on */
+	void			*buf;		/* one batch of data */
+	u64			cursor;		/* origin sector to go on from */
+	unsigned int		percent;	/* writeback_percent tunable */
+	bool			running;	/* writeback_running tunable */
+	atomic_t		flushing;	/* someone waits for dirty == 0 */
+	wait_queue_head_t	wait;
+	atomic64_t		written;	/* sectors written back */
+	int			error;		/* of the last batch */
 };
 
 struct bch_target {
@@ -156,6 +211,7 @@ struct bch_target {
 	struct bio_set		bs;		/* clones of cached writes */
 	atomic_t		fills;		/* in flight */
 	struct bch_stats	stats;
+	struct bch_writeback	wb;
 };
 
 /* super.c */
@@ -163,6 +219,7 @@ struct bch_cache_set *bch_set_get(struct dm_target *ti, struct block_device *bde
 				  char **error);
 void bch_set_put(struct bch_cache_set *set);
 bool bch_origin_busy(dev_t origin, struct mapped_device *md);
+void bch_failed_exit(void);
 int bch_meta_io(struct bch_cache_set *set, blk_opf_t opf, sector_t sector,
 		void *buf, size_t len);
 int bch_sb_write(struct bch_cache_set *set);
@@ -179,7 +236,10 @@ int bch_slot_attach(struct bch_cache_set *set, struct bch_target *bt,
 void bch_slot_detach(struct bch_cache_set *set, struct bch_target *bt,
 		     bool live);
 int bch_slot_invalidate(struct bch_cache_set *set, unsigned int slot);
-void bch_slot_invalidate_nowait(struct bch_cache_set *set, unsigned int slot);
+void bch_slot_invalidate_nowait(struct bch_cache_set *set, unsigned int slot,
+				struct bio *waiter);
+int bch_slot_invalidate_all(struct bch_cache_set *set);
+void bch_slot_written(struct bch_cache_set *set, unsigned int slot);
 u32 bch_slot_inode(struct bch_cache_set *set, unsigned int slot);
 void bch_uuids_work(struct work_struct *work);
 
@@ -190,6 +250,7 @@ void bch_alloc_load(struct bch_cache_set *set);
 int bch_alloc_data(struct bch_cache_set *set, u32 sectors, u64 *ptr, u8 *gen,
 		   u32 *got);
 void bch_alloc_done(struct bch_cache_set *set, u64 ptr, u32 inserted);
+void bch_alloc_done_dirty(struct bch_cache_set *set, u64 ptr, u32 inserted);
 void bch_alloc_abort(struct bch_cache_set *set, u64 ptr);
 int bch_alloc_btree(struct bch_cache_set *set, u64 *bucket, u8 *gen);
 void bch_free_btree(struct bch_cache_set *set, u64 bucket);
@@ -199,15 +260,18 @@ void bch_account_io(struct bch_cache_set *set, u32 sectors);
 void bch_alloc_gc_start(struct bch_cache_set *set);
 void bch_alloc_gc_finish(struct bch_cache_set *set);
 void bch_alloc_gc_abort(struct bch_cache_set *set);
+void bch_alloc_checkpoint_done(struct bch_cache_set *set);
+void bch_alloc_persist_fill(struct bch_cache_set *set, struct bch_bucket_disk *d);
+void bch_alloc_persist_done(struct bch_cache_set *set, bool ok);
 
 /* index.c */
-int bch_index_open(struct bch_cache_set *set, bool clean, bool *lost);
-int bch_index_close(struct bch_cache_set *set);
+int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost);
+int bch_checkpoint(struct bch_cache_set *set);
 void bch_index_free(struct bch_cache_set *set);
 
 /* gc.c */
 void bch_gc_init(struct bch_cache_set *set);
-int bch_gc_run(struct bch_cache_set *set);
+int bch_gc_pass(struct bch_cache_set *set);
 int bch_gc_initial(struct bch_cache_set *set);
 bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k);
 
@@ -224,10 +288,23 @@ int bch_parse_mode(const char *name, enum bch_cache_mode *mode, char **error);
 const char *bch_mode_name(enum bch_cache_mode mode);
 
 /* request.c */
+void bch_release_bio(struct bio *bio);
+void bch_write_resume(struct bio *bio);
 size_t bch_io_size(void);
 int bch_map(struct dm_target *ti, struct bio *bio);
 int bch_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error);
 void bch_wait_fills(struct bch_target *bt);
+
+/* writeback.c */
+int bch_writeback_init(struct bch_target *bt);
+void bch_writeback_exit(struct bch_target *bt);
+void bch_writeback_kick(struct bch_target *bt);
+void bch_writeback_soon(struct bch_target *bt);
+u64 bch_wb_target_of(struct bch_target *bt);
+int bch_writeback_flush(struct bch_target *bt);
+bool bch_writeback_park(struct bch_target *bt, struct bio *bio, u64 start,
+			u64 end);
+u64 bch_slot_dirty(struct bch_target *bt);
 
 /* prio.c */
 int bch_prios_read(struct bch_cache_set *set, char **error);

@@ -7,8 +7,9 @@
  * bucket, frees the buckets left empty and lets every bucket's last_gc
  * catch up with its gen. It must run before any bucket's gen runs
  * BCH_GC_GEN_MAX ahead of its last_gc: the allocator stops invalidating
- * such buckets and asks for a pass. The pass works on the in-memory
- * index under the btree lock; it does no IO.
+ * such buckets and asks for a pass. A pass is always part of a
+ * checkpoint (index.c), and last_gc moves only once that is durable, so
+ * no key on disk is ever more than 2 * BCH_GC_GEN_MAX gens behind.
  */
 #include "dm-bcache.h"
 
@@ -20,10 +21,15 @@ static void bch_gc_mark(struct bch_btree *b, const struct bch_bkey *k,
 
 	if (bucket < set->first_bucket || bucket >= set->nbuckets)
 		return;
-	if (is_node)
+	if (is_node) {
 		set->buckets[bucket].state = BCH_B_BTREE;
-	else
-		set->buckets[bucket].sectors += k->size;
+		return;
+	}
+	set->buckets[bucket].sectors += k->size;
+	if (k->flags & BCH_KEY_DIRTY) {
+		set->buckets[bucket].dirty += k->size;
+		set->slots[k->inode % BCH_UUID_SLOTS].gc_dirty += k->size;
+	}
 }
 
 /* A key's data is gone if its origin was invalidated or its bucket reused. */
@@ -36,11 +42,15 @@ bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 	       bch_ptr_stale(set, k->ptr, k->gen);
 }
 
-int bch_gc_run(struct bch_cache_set *set)
+/*
+ * Compact and count, with the btree lock held for write; the checkpoint
+ * that called it makes the result durable.
+ */
+int bch_gc_pass(struct bch_cache_set *set)
 {
 	int r;
 
-	down_write(&set->btree_lock);
+	lockdep_assert_held_write(&set->btree_lock);
 	bch_alloc_gc_start(set);
 	r = bch_btree_gc(&set->btree, bch_gc_mark, set);
 	if (r) {
@@ -51,7 +61,6 @@ int bch_gc_run(struct bch_cache_set *set)
 		bch_alloc_gc_finish(set);
 		atomic64_inc(&set->gc_runs);
 	}
-	up_write(&set->btree_lock);
 	return r;
 }
 
@@ -71,7 +80,7 @@ static void bch_gc_work(struct work_struct *work)
 	struct bch_cache_set *set = container_of(work, struct bch_cache_set,
 						 gc_work);
 
-	bch_gc_run(set);
+	bch_checkpoint(set);
 	/* Buckets may be reclaimable now. */
 	queue_work(set->wq, &set->reclaim_work);
 }

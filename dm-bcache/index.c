@@ -2,10 +2,10 @@
 /*
  * dm-bcache: the cache set's index, glued to its buckets and metadata IO.
  *
- * Until the journal exists, the on-disk index is a checkpoint: written
- * whole at a clean close, trusted only if the superblock says the close
- * was clean. After a crash the index starts empty and every origin's
- * data is invalidated (uuids.c), so nothing stale can be read back.
+ * The on-disk index is a checkpoint plus the journal: nodes are written
+ * only by a checkpoint, which runs when the journal is half full, when
+ * the allocator needs a GC, and at open and close. Between checkpoints
+ * every insert is journaled (journal.c).
  */
 #include "bset.h"
 #include "dm-bcache.h"
@@ -53,65 +53,168 @@ static void bch_index_setup(struct bch_cache_set *set)
 }
 
 /*
- * Load the index at open: the checkpoint if the superblock says @clean,
- * else an empty one. *@lost is set if a checkpoint existed but could not
- * be read: the caller must then invalidate every origin.
+ * Forget the index being loaded. Every origin is invalidated before the
+ * set is used, so the buckets it held can all be reused.
  */
-int bch_index_open(struct bch_cache_set *set, bool clean, bool *lost)
+static void bch_index_drop(struct bch_cache_set *set)
+{
+	u64 i;
+
+	bch_btree_free(&set->btree);
+	bch_index_setup(set);
+	for (i = 0; i < set->nbuckets; i++) {
+		set->buckets[i].sectors = 0;
+		set->buckets[i].state = BCH_B_FREE;
+	}
+}
+
+/* First pass over the journal: its data buckets must not be handed out. */
+static int bch_replay_mark(struct bch_cache_set *set, const struct bch_bkey *k,
+			   void *arg)
+{
+	struct bch_bucket *b = &set->buckets[k->ptr / set->bucket_size];
+
+	if (!(k->flags & BCH_KEY_HOLE) && k->gen == b->gen)
+		b->sectors += k->size;
+	return 0;
+}
+
+static int bch_replay_insert(struct bch_cache_set *set,
+			     const struct bch_bkey *k, void *arg)
+{
+	return bch_btree_insert(&set->btree, k);
+}
+
+static int bch_replay_none(struct bch_cache_set *set, const struct bch_bkey *k,
+			   void *arg)
+{
+	return 0;
+}
+
+/*
+ * Load the index at open: the checkpoint, and the journal replayed over
+ * it. If the metadata is not @trusted, or either cannot be read, the index
+ * starts empty and *@lost tells the caller to invalidate every origin. The
+ * result is checkpointed at once, so the journal starts empty.
+ */
+int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost)
 {
 	struct bch_btree *b = &set->btree;
+	struct bch_jpos end;
 	struct bch_bkey root;
-	bool loaded = false;
 	int r;
 
 	init_rwsem(&set->btree_lock);
+	mutex_init(&set->checkpoint_lock);
 	bch_index_setup(set);
-	*lost = false;
+	*lost = !trusted;
 
 	bch_bkey_unpack(&root, &set->sb->btree_root);
-	if (clean && root.size) {
+	r = 0;
+	if (trusted && root.size) {
 		r = bch_btree_load(b, &root, le32_to_cpu(set->sb->btree_level));
 		if (!r)
 			r = bch_gc_initial(set);
-		if (r) {
-			DMWARN("%s: cannot load the index (%d): cached data invalidated",
-			       set->name, r);
-			bch_btree_free(b);
-			bch_index_setup(set);
-			*lost = true;
-		} else {
-			loaded = true;
-		}
+	}
+	if (!r && trusted)
+		r = bch_journal_walk(set, bch_replay_mark, NULL, &end);
+	if (r) {
+		DMWARN("%s: cannot load the index (%d): cached data invalidated",
+		       set->name, r);
+		*lost = true;
+	}
+	if (*lost) {
+		/* Start after whatever the ring holds: it must not replay. */
+		bch_index_drop(set);
+		bch_journal_walk(set, bch_replay_none, NULL, &end);
 	}
 	bch_alloc_load(set);
-	if (!loaded) {
+	if (!b->root) {
 		r = bch_btree_init(b);
 		if (r)
 			return r;
 	}
-	/* The checkpoint is consumed: a crash from here must not reuse it. */
-	memset(&set->sb->btree_root, 0, sizeof(set->sb->btree_root));
-	set->sb->btree_level = 0;
+	if (!*lost) {
+		down_write(&set->btree_lock);
+		r = bch_journal_walk(set, bch_replay_insert, NULL, &end);
+		up_write(&set->btree_lock);
+		if (r) {
+			DMWARN("%s: cannot replay the journal (%d): cached data invalidated",
+			       set->name, r);
+			bch_index_drop(set);
+			bch_alloc_load(set);
+			r = bch_btree_init(b);
+			if (r)
+				return r;
+			*lost = true;
+		} else if (end.entries) {
+			DMINFO("%s: journal replayed: %llu entries, %llu keys",
+			       set->name, end.entries, end.keys);
+		}
+	}
+	bch_journal_start(set, &end);
 	return 0;
 }
 
-/* Write the index out; on success the superblock names its root. */
-int bch_index_close(struct bch_cache_set *set)
+/*
+ * Make the index durable and empty the journal: GC, write every dirty
+ * node, then point the superblock at the new root and past the journal.
+ * Node buckets the old checkpoint named are freed only after that, and
+ * last_gc moves only then. If it fails, every origin is invalidated
+ * before the writes it held go on, so none of them can leave stale data.
+ */
+int bch_checkpoint(struct bch_cache_set *set)
 {
+	struct bch_sb_disk *sb = set->sb;
+	struct bch_bkey_disk old_root;
+	__le64 old_seq, old_pos;
+	__le32 old_level;
 	struct bch_bkey root;
 	unsigned int level;
+	u64 seq, pos;
 	int r;
 
+	mutex_lock(&set->checkpoint_lock);
 	down_write(&set->btree_lock);
-	r = bch_btree_flush(&set->btree);
+	bch_journal_checkpoint_start(set, &seq, &pos);
+	r = bch_gc_pass(set);
+	if (!r)
+		r = bch_btree_flush(&set->btree);
 	if (!r) {
 		bch_btree_root(&set->btree, &root, &level);
-		bch_bkey_pack(&set->sb->btree_root, &root);
-		set->sb->btree_level = cpu_to_le32(level);
+		mutex_lock(&set->lock);
+		old_root = sb->btree_root;
+		old_level = sb->btree_level;
+		old_seq = sb->journal_seq;
+		old_pos = sb->journal_pos;
+		bch_bkey_pack(&sb->btree_root, &root);
+		sb->btree_level = cpu_to_le32(level);
+		sb->journal_seq = cpu_to_le64(seq);
+		sb->journal_pos = cpu_to_le64(pos);
+		r = bch_sb_write(set);
+		if (r) {
+			/* What is on disk stays in force. */
+			sb->btree_root = old_root;
+			sb->btree_level = old_level;
+			sb->journal_seq = old_seq;
+			sb->journal_pos = old_pos;
+		}
+		mutex_unlock(&set->lock);
 	}
 	up_write(&set->btree_lock);
-	if (r)
-		DMERR("%s: cannot write the index: %d", set->name, r);
+
+	if (!r) {
+		bch_alloc_checkpoint_done(set);
+		atomic64_inc(&set->checkpoints);
+	} else {
+		DMERR("%s: checkpoint failed (%d): invalidating every origin",
+		      set->name, r);
+		if (r != -ENOSPC)
+			bch_cache_io_error(set, true);
+		bch_slot_invalidate_all(set);
+	}
+	bch_journal_checkpoint_end(set, !r);
+	mutex_unlock(&set->checkpoint_lock);
 	return r;
 }
 

@@ -4,7 +4,8 @@
  *
  * Two copies live on disk; the superblock names the current one and its
  * checksum. A write fills the other copy and then the superblock, so a
- * torn write leaves the previous copy in force.
+ * torn write leaves the previous copy in force. Every invalidated bucket
+ * waits for such a write before it is reused (alloc.c).
  */
 #include <linux/vmalloc.h>
 
@@ -18,6 +19,8 @@ static size_t bch_prio_bytes(struct bch_cache_set *set)
 int bch_prios_read(struct bch_cache_set *set, char **error)
 {
 	struct bch_sb_disk *sb = set->sb;
+	u64 jfirst = le64_to_cpu(sb->journal_first);
+	u32 jn = le32_to_cpu(sb->journal_buckets);
 	struct bch_bucket_disk *d;
 	u64 i;
 	int r;
@@ -46,8 +49,11 @@ int bch_prios_read(struct bch_cache_set *set, char **error)
 		b->prio = le16_to_cpu(d[i].prio);
 		b->gen = d[i].gen;
 		b->last_gc = b->gen;
+		b->gc_gen = b->gen;
 		b->flags = d[i].flags;
-		if (meta != !!(b->flags & BCH_BUCKET_META)) {
+		if (meta != !!(b->flags & BCH_BUCKET_META) ||
+		    (i >= jfirst && i < jfirst + jn) !=
+		    !!(b->flags & BCH_BUCKET_JOURNAL)) {
 			*error = "bucket array disagrees with the superblock layout";
 			return -EINVAL;
 		}
@@ -59,24 +65,28 @@ int bch_prios_write(struct bch_cache_set *set)
 {
 	struct bch_sb_disk *sb = set->sb;
 	unsigned int next = !le32_to_cpu(sb->prio_current);
-	struct bch_bucket_disk *d = set->prio_buf;
-	u64 i;
+	__le32 old_cur = sb->prio_current, old_csum = sb->prio_csum;
+	__le32 old_other = sb->prio_csum_other;
 	int r;
 
 	lockdep_assert_held(&set->lock);
 	memset(set->prio_buf, 0, bch_prio_bytes(set));
-	for (i = 0; i < set->nbuckets; i++) {
-		d[i].prio = cpu_to_le16(set->buckets[i].prio);
-		d[i].gen = set->buckets[i].gen;
-		d[i].flags = set->buckets[i].flags;
-	}
+	bch_alloc_persist_fill(set, set->prio_buf);
 	r = bch_meta_io(set, REQ_OP_WRITE, le64_to_cpu(sb->prio_offset[next]),
 			set->prio_buf, bch_prio_bytes(set));
-	if (r)
-		return r;
-	sb->prio_current = cpu_to_le32(next);
-	sb->prio_csum_other = sb->prio_csum;
-	sb->prio_csum = cpu_to_le32(bch_crc32c(set->prio_buf,
-					       bch_prio_bytes(set)));
-	return bch_sb_write(set);
+	if (!r) {
+		sb->prio_current = cpu_to_le32(next);
+		sb->prio_csum_other = sb->prio_csum;
+		sb->prio_csum = cpu_to_le32(bch_crc32c(set->prio_buf,
+						       bch_prio_bytes(set)));
+		r = bch_sb_write(set);
+		if (r) {
+			sb->prio_current = old_cur;
+			sb->prio_csum_other = old_other;
+			sb->prio_csum = old_csum;
+		}
+	}
+	/* Buckets whose new gen is on disk may be written now. */
+	bch_alloc_persist_done(set, !r);
+	return r;
 }

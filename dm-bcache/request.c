@@ -11,9 +11,10 @@
  * and written to the cache in the background, then indexed.
  *
  * Writes complete when the origin has them. The cached range is punched
- * out of the index before the write is issued; where the write has its
- * range to itself, its data is also written to the cache and indexed
- * after both writes succeed. track.c decides which fills may be indexed.
+ * out of the index before the write is issued, and the write waits in
+ * the journal until the hole is durable; where the write has its range
+ * to itself, its data is also written to the cache and indexed after
+ * both writes succeed. track.c decides which fills may be indexed.
  *
  * map() may sleep but must never wait for IO it issues itself: bios
  * submitted from here are queued until map() returns.
@@ -33,6 +34,8 @@ struct bch_io {
 	u8			gen;
 	u8			kind;
 	u8			cache_error;
+	u8			dirty;	/* hit: the key is dirty */
+	u8			fua;	/* dirty write: ack once journaled */
 	struct work_struct	work;
 };
 
@@ -42,6 +45,8 @@ enum {
 	BCH_IO_MISS,		/* read from the origin, to be filled */
 	BCH_IO_WRITE,		/* write, range punched out */
 	BCH_IO_WRITE_CACHED,	/* write, also being written to the cache */
+	BCH_IO_WRITE_DIRTY,	/* writeback: written to the cache only */
+	BCH_IO_ACK,		/* dirty write indexed: bch_release_bio ends it */
 };
 
 /* A copy of data on its way into the cache. */
@@ -114,12 +119,16 @@ static int bch_index(struct bch_target *bt, u32 inode, u64 sector,
 		.ptr	= ptr,
 		.gen	= gen,
 	};
+	int r;
 
 	lockdep_assert_held_write(&set->btree_lock);
 	if (inode == BCH_INODE_NONE || inode != bch_slot_inode(set, bt->slot) ||
 	    !bch_track_unchanged(bch_track_of(bt), sector, sectors, snap))
 		return -EAGAIN;
-	return bch_btree_insert(&set->btree, &k);
+	r = bch_btree_insert(&set->btree, &k);
+	if (!r)
+		bch_journal_add(set, &k, NULL);
+	return r;
 }
 
 static void bch_index_done(struct bch_target *bt, u64 ptr, u32 sectors,
@@ -285,13 +294,15 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	struct bch_cache_set *set = bt->set;
 	u64 sector = bio->bi_iter.bi_sector;
 	u32 sectors = bio_sectors(bio);
+	enum bch_cache_mode mode = READ_ONCE(bt->mode);
+	bool bypass, failed = bch_cache_failed(set);
 	struct bch_bkey k;
-	bool bypass;
 	int hit;
 
 	io->inode = bch_slot_inode(set, bt->slot);
-	if (io->inode == BCH_INODE_NONE || bch_cache_failed(set) ||
-	    READ_ONCE(bt->mode) == BCH_MODE_NONE) {
+	/* Dirty data is read from the cache whatever the mode says. */
+	if (io->inode == BCH_INODE_NONE ||
+	    ((failed || mode == BCH_MODE_NONE) && !bch_slot_dirty(bt))) {
 		atomic64_inc(&bt->stats.bypassed);
 		bch_remap_origin(bt, bio);
 		return DM_MAPIO_REMAPPED;
@@ -308,8 +319,20 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	/* After the split: the rest comes back as a bio of its own. */
 	bypass = bch_seq_bypass(&bt->seq, sector, sectors);
 
+	if (hit && (k.flags & BCH_KEY_DIRTY) && failed) {
+		/* The only copy is on a failed device: never the origin's. */
+		atomic64_inc(&bt->stats.cache_errors);
+		return DM_MAPIO_KILL;
+	}
+	if (!(hit && (k.flags & BCH_KEY_DIRTY)) &&
+	    (failed || mode == BCH_MODE_NONE)) {
+		atomic64_inc(&bt->stats.bypassed);
+		bch_remap_origin(bt, bio);
+		return DM_MAPIO_REMAPPED;
+	}
 	if (hit) {
 		io->kind = BCH_IO_HIT;
+		io->dirty = !!(k.flags & BCH_KEY_DIRTY);
 		io->ptr = k.ptr;
 		io->gen = k.gen;
 		bio_set_dev(bio, set->bdev);
@@ -333,13 +356,15 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 }
 
 /*
- * Punch [sector, +sectors) out of the index; drop the origin if we can't.
- * Called after the write was counted in by track.c: a fill that has not
- * inserted yet will fail its check, and one that has is seen by the
- * lookup, so nothing cached is missed by looking under the read lock.
+ * Punch [sector, +sectors) out of the index, or drop the origin if we
+ * can't. Called after the write was counted in by track.c: a fill that
+ * has not inserted yet will fail its check, and one that has is seen by
+ * the lookup, so nothing cached is missed by looking under the read lock.
+ * Returns false if nothing was cached; else @bio (remapped to the origin)
+ * now waits until the hole is durable and is sent on from there.
  */
-static bool bch_punch(struct bch_target *bt, u32 inode, u64 sector,
-		      u32 sectors)
+static bool bch_punch(struct bch_target *bt, struct bio *bio, u32 inode,
+		      u64 sector, u32 sectors)
 {
 	struct bch_cache_set *set = bt->set;
 	struct bch_bkey hole = {
@@ -361,11 +386,13 @@ static bool bch_punch(struct bch_target *bt, u32 inode, u64 sector,
 		return false;
 
 	down_write(&set->btree_lock);
-	if (bch_btree_insert(&set->btree, &hole)) {
+	if (!bch_btree_insert(&set->btree, &hole)) {
+		bch_journal_add(set, &hole, bio);
+	} else {
 		/* Nothing stale may survive: drop the whole origin. */
 		DMWARN_LIMIT("%s: index insert failed: invalidating slot %u",
 			     set->name, bt->slot);
-		bch_slot_invalidate_nowait(set, bt->slot);
+		bch_slot_invalidate_nowait(set, bt->slot, bio);
 	}
 	up_write(&set->btree_lock);
 	return true;
@@ -408,10 +435,67 @@ static void bch_write_to_cache(struct bch_target *bt, struct bio *bio,
 	submit_bio_noacct(clone);
 }
 
-/* Writes, discards and write-zeroes: the origin gets them all. */
+/*
+ * The origin's part of a write: wait for a writeback batch over the
+ * range, punch the range out of the index, send the write on. Returns a
+ * DM_MAPIO_* code: REMAPPED means the caller sends the bio.
+ */
+static int bch_write_origin(struct bch_target *bt, struct bio *bio,
+			    struct bch_io *io)
+{
+	u64 sector = io->iter.bi_sector;
+	u32 sectors = io->iter.bi_size >> SECTOR_SHIFT;
+
+	if (bch_writeback_park(bt, bio, sector, sector + sectors))
+		return DM_MAPIO_SUBMITTED;
+	if (bch_cache_failed(bt->set)) {
+		atomic64_inc(&bt->stats.bypassed);
+		return DM_MAPIO_REMAPPED;
+	}
+	if (bch_punch(bt, bio, io->inode, sector, sectors)) {
+		atomic64_inc(&bt->stats.write_hits);
+		return DM_MAPIO_SUBMITTED;
+	}
+	atomic64_inc(&bt->stats.write_misses);
+	return DM_MAPIO_REMAPPED;
+}
+
+/*
+ * Writeback: write @bio to the cache only; it is indexed dirty when done.
+ * What does not fit in the open bucket comes back as a bio of its own.
+ * False if there is no room: it goes to the origin then.
+ */
+static bool bch_write_dirty(struct bch_target *bt, struct bio *bio,
+			    struct bch_io *io)
+{
+	struct bch_cache_set *set = bt->set;
+	u32 sectors = bio_sectors(bio), got;
+
+	if (bch_alloc_data(set, sectors, &io->ptr, &io->gen, &got)) {
+		/* Full of dirty data: the origin's pace until writeback frees some. */
+		bch_writeback_kick(bt);
+		return false;
+	}
+	if (got < sectors)
+		dm_accept_partial_bio(bio, got);
+	io->iter = bio->bi_iter;
+	bch_track_write_start(bch_track_of(bt), io->iter.bi_sector, got,
+			      &io->snap);
+	io->kind = BCH_IO_WRITE_DIRTY;
+	/* Durability comes from the journal entry, written with FUA. */
+	io->fua = !!(bio->bi_opf & REQ_FUA);
+	bio->bi_opf &= ~REQ_FUA;
+	bio_set_dev(bio, set->bdev);
+	bio->bi_iter.bi_sector = io->ptr;
+	atomic64_inc(&bt->stats.write_misses);
+	return true;
+}
+
+/* Writes, discards and write-zeroes. */
 static int bch_map_write(struct bch_target *bt, struct bio *bio,
 			 struct bch_io *io)
 {
+	enum bch_cache_mode mode = READ_ONCE(bt->mode);
 	struct bch_cache_set *set = bt->set;
 	u64 sector = bio->bi_iter.bi_sector;
 	u32 sectors = bio_sectors(bio);
@@ -419,27 +503,51 @@ static int bch_map_write(struct bch_target *bt, struct bio *bio,
 
 	io->inode = bch_slot_inode(set, bt->slot);
 	bypass = bch_seq_bypass(&bt->seq, sector, sectors);
-	io->iter = bio->bi_iter;
-	io->kind = BCH_IO_WRITE;
-	alone = bch_track_write_start(bch_track_of(bt), sector, sectors,
-				      &io->snap);
-	if (bch_punch(bt, io->inode, sector, sectors))
-		atomic64_inc(&bt->stats.write_hits);
-	else
-		atomic64_inc(&bt->stats.write_misses);
-
-	cache = bio_op(bio) == REQ_OP_WRITE && alone && !bch_cache_failed(set) &&
-		READ_ONCE(bt->mode) == BCH_MODE_WRITETHROUGH &&
+	cache = bio_op(bio) == REQ_OP_WRITE && !bch_cache_failed(set) &&
+		io->inode != BCH_INODE_NONE &&
 		sectors <= BCH_FILL_MAX_SECTORS &&
 		bch_aligned(bt, sector, sectors);
 	if (cache && bypass) {
 		atomic64_inc(&bt->stats.bypassed);
 		cache = false;
 	}
-	if (cache)
+	/* Counted in by track.c there, once the bio has its final size. */
+	if (cache && mode == BCH_MODE_WRITEBACK && bch_write_dirty(bt, bio, io))
+		return DM_MAPIO_REMAPPED;
+
+	io->iter = bio->bi_iter;
+	io->kind = BCH_IO_WRITE;
+	alone = bch_track_write_start(bch_track_of(bt), sector, sectors,
+				      &io->snap);
+	cache = cache && alone;
+	/* The bio must be ready to go before the punch may send it on. */
+	if (cache && mode == BCH_MODE_WRITETHROUGH)
 		bch_write_to_cache(bt, bio, io);
 	bch_remap_origin(bt, bio);
-	return DM_MAPIO_REMAPPED;
+	return bch_write_origin(bt, bio, io);
+}
+
+/*
+ * A bio parked by the journal or the UUID table may go on: a dirty write
+ * is acknowledged, an origin write sent.
+ */
+void bch_release_bio(struct bio *bio)
+{
+	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
+
+	if (io->kind == BCH_IO_ACK)
+		bio_endio(bio);
+	else
+		submit_bio_noacct(bio);
+}
+
+/* A write that waited for a writeback batch: it may punch now. */
+void bch_write_resume(struct bio *bio)
+{
+	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
+
+	if (bch_write_origin(io->bt, bio, io) == DM_MAPIO_REMAPPED)
+		submit_bio_noacct(bio);
 }
 
 int bch_map(struct dm_target *ti, struct bio *bio)
@@ -450,9 +558,18 @@ int bch_map(struct dm_target *ti, struct bio *bio)
 	io->bt = bt;
 	io->kind = BCH_IO_ORIGIN;
 	io->cache_error = 0;
+	io->dirty = 0;
 	if (!bio_sectors(bio)) {
-		/* Flushes: writethrough data is on the origin. */
+		/*
+		 * Flushes: writethrough data is on the origin, dirty data is
+		 * durable once its keys are: the flush waits for the journal
+		 * entries in flight, then goes to the origin.
+		 */
 		bch_remap_origin(bt, bio);
+		if ((READ_ONCE(bt->mode) == BCH_MODE_WRITEBACK ||
+		     bch_slot_dirty(bt)) && bch_journal_barrier(bt->set, bio))
+			return DM_MAPIO_SUBMITTED;
+		bch_journal_kick(bt->set);
 		return DM_MAPIO_REMAPPED;
 	}
 	bio->bi_iter.bi_sector = dm_target_offset(ti, bio->bi_iter.bi_sector);
@@ -479,6 +596,8 @@ static void bch_write_done(struct bch_target *bt, struct bch_io *io,
 	struct bch_fill *f = NULL;
 
 	bch_track_write_end(bch_track_of(bt), io->iter.bi_sector, sectors);
+	if (io->iter.bi_sector < BCH_FINGERPRINT_SECTORS)
+		bch_slot_written(set, bt->slot);
 	if (io->kind != BCH_IO_WRITE_CACHED)
 		return;
 	if (io->cache_error) {
@@ -502,6 +621,74 @@ static void bch_write_done(struct bch_target *bt, struct bch_io *io,
 	queue_work(set->wq, &f->work);
 }
 
+/* Send a dirty write that could not be indexed to the origin instead. */
+static void bch_dirty_to_origin(struct bch_target *bt, struct bio *bio,
+				struct bch_io *io)
+{
+	bio->bi_iter = io->iter;
+	bio->bi_status = BLK_STS_OK;
+	if (io->fua)
+		bio->bi_opf |= REQ_FUA;
+	io->kind = BCH_IO_WRITE;
+	bch_remap_origin(bt, bio);
+	bch_write_resume(bio);
+}
+
+/*
+ * A dirty write is on the cache: index it. The write is acknowledged now,
+ * or with REQ_FUA once the key is durable; a flush waits for that too.
+ */
+static void bch_dirty_index_work(struct work_struct *work)
+{
+	struct bch_io *io = container_of(work, struct bch_io, work);
+	struct bio *bio = dm_bio_from_per_bio_data(io, sizeof(*io));
+	struct bch_target *bt = io->bt;
+	struct bch_cache_set *set = bt->set;
+	u32 sectors = io->iter.bi_size >> SECTOR_SHIFT;
+	struct bch_bkey k = {
+		.inode	= io->inode,
+		.size	= sectors,
+		.end	= io->iter.bi_sector + sectors,
+		.ptr	= io->ptr,
+		.gen	= io->gen,
+		.flags	= BCH_KEY_DIRTY,
+	};
+	int r = -EAGAIN;
+
+	down_write(&set->btree_lock);
+	if (io->inode == bch_slot_inode(set, bt->slot))
+		r = bch_btree_insert(&set->btree, &k);
+	if (!r) {
+		bch_alloc_done_dirty(set, io->ptr, sectors);
+		atomic64_add(sectors, &set->slots[bt->slot].dirty);
+		atomic64_add(sectors, &bt->stats.filled);
+		io->kind = BCH_IO_ACK;
+		bch_journal_add(set, &k, io->fua ? bio : NULL);
+	} else {
+		bch_alloc_done(set, io->ptr, 0);
+	}
+	up_write(&set->btree_lock);
+
+	if (r) {
+		bch_dirty_to_origin(bt, bio, io);
+		return;
+	}
+	if (!io->fua)
+		bio_endio(bio);
+	if (bch_slot_dirty(bt) > bch_wb_target_of(bt))
+		bch_writeback_kick(bt);
+	else
+		bch_writeback_soon(bt);
+}
+
+static void bch_dirty_error_work(struct work_struct *work)
+{
+	struct bch_io *io = container_of(work, struct bch_io, work);
+
+	bch_dirty_to_origin(io->bt, dm_bio_from_per_bio_data(io, sizeof(*io)),
+			    io);
+}
+
 int bch_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
 {
 	struct bch_target *bt = ti->private;
@@ -512,6 +699,12 @@ int bch_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
 		if (*error) {
 			atomic64_inc(&bt->stats.cache_errors);
 			bch_cache_io_error(bt->set, false);
+		}
+		if (io->dirty) {
+			/* The origin is behind: an error, never its data. */
+			if (!*error && bch_ptr_stale(bt->set, io->ptr, io->gen))
+				*error = BLK_STS_IOERR;
+			break;
 		}
 		if (*error || bch_ptr_stale(bt->set, io->ptr, io->gen)) {
 			atomic64_inc(&bt->stats.retries);
@@ -526,6 +719,22 @@ int bch_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
 	case BCH_IO_WRITE:
 	case BCH_IO_WRITE_CACHED:
 		bch_write_done(bt, io, *error);
+		break;
+	case BCH_IO_WRITE_DIRTY:
+		if (*error) {
+			/* Not on the cache: the origin takes it. */
+			atomic64_inc(&bt->stats.cache_errors);
+			bch_cache_io_error(bt->set, true);
+			bch_alloc_abort(bt->set, io->ptr);
+			INIT_WORK(&io->work, bch_dirty_error_work);
+		} else {
+			INIT_WORK(&io->work, bch_dirty_index_work);
+		}
+		queue_work(bt->set->wq, &io->work);
+		return DM_ENDIO_INCOMPLETE;
+	case BCH_IO_ACK:
+		bch_track_write_end(bch_track_of(bt), io->iter.bi_sector,
+				    io->iter.bi_size >> SECTOR_SHIFT);
 		break;
 	}
 	return DM_ENDIO_DONE;

@@ -4,7 +4,7 @@
  *
  * A cache set is opened by the first table that names its cache device
  * and closed by the last one. While open, the on-disk superblock has
- * BCH_SB_CLEAN cleared, so a crash is seen at the next open.
+ * BCH_SB_CLEAN cleared; after a crash the journal is replayed.
  */
 #include <linux/crc32c.h>
 #include <linux/module.h>
@@ -15,6 +15,48 @@
 
 static LIST_HEAD(bch_cache_sets);
 static DEFINE_MUTEX(bch_sets_lock);
+
+/*
+ * Cache sets that failed in this boot before their origins could be
+ * invalidated on disk: if the device comes back, its index is behind the
+ * origins, so the next open starts cold. (Across a reboot nothing can
+ * tell; the failure message says to reformat or bcache-check --repair.)
+ */
+struct bch_failed_set {
+	struct list_head	list;
+	u8			set_uuid[16];
+};
+
+static LIST_HEAD(bch_failed_sets);	/* under bch_sets_lock */
+
+static void bch_failed_add(struct bch_cache_set *set)
+{
+	struct bch_failed_set *f = kmalloc(sizeof(*f), GFP_KERNEL);
+
+	if (!f)
+		return;
+	memcpy(f->set_uuid, set->sb->set_uuid, 16);
+	list_add(&f->list, &bch_failed_sets);
+}
+
+/* Did @set fail earlier? The entry goes once the open has invalidated. */
+static struct bch_failed_set *bch_failed_find(struct bch_cache_set *set)
+{
+	struct bch_failed_set *f;
+
+	list_for_each_entry(f, &bch_failed_sets, list)
+		if (!memcmp(f->set_uuid, set->sb->set_uuid, 16))
+			return f;
+	return NULL;
+}
+
+void bch_failed_exit(void)
+{
+	struct bch_failed_set *f, *n;
+
+	list_for_each_entry_safe(f, n, &bch_failed_sets, list)
+		kfree(f);
+}
 
 u32 bch_crc32c(const void *buf, size_t len)
 {
@@ -61,6 +103,10 @@ void bch_cache_io_error(struct bch_cache_set *set, bool write)
 	WRITE_ONCE(set->failed, true);
 	DMERR("%s: cache device failing (%d errors): all IO bypasses it now",
 	      set->name, n);
+	DMERR("%s: reformat it, or run bcache-check --repair, before reusing it",
+	      set->name);
+	/* Try to drop every origin's data on disk too (uuids.c). */
+	queue_work(set->wq, &set->uuid_work);
 }
 
 /*
@@ -121,6 +167,23 @@ static bool is_pow2_in(u32 v, u32 lo, u32 hi)
 	return v >= lo && v <= hi && is_power_of_2(v);
 }
 
+static const char *bch_sb_validate_journal(struct bch_sb_disk *sb,
+					   u64 nbuckets, u32 bucket, u32 block)
+{
+	u64 first = le64_to_cpu(sb->journal_first);
+	u32 n = le32_to_cpu(sb->journal_buckets);
+	u64 pos = le64_to_cpu(sb->journal_pos);
+
+	if (n < BCH_MIN_JOURNAL_BUCKETS || n > BCH_MAX_JOURNAL_BUCKETS ||
+	    first < le64_to_cpu(sb->first_bucket) || first + n > nbuckets ||
+	    nbuckets - le64_to_cpu(sb->first_bucket) - n < BCH_MIN_DATA_BUCKETS)
+		return "cache superblock has a bad journal layout";
+	if (pos >= (u64)n * bucket || pos & (block - 1) ||
+	    !le64_to_cpu(sb->journal_seq))
+		return "cache superblock has a bad journal position";
+	return NULL;
+}
+
 /* Check everything the rest of the code trusts about the superblock. */
 static const char *bch_sb_validate(struct bch_cache_set *set,
 				   struct bch_sb_disk *sb)
@@ -165,13 +228,23 @@ static const char *bch_sb_validate(struct bch_cache_set *set,
 	    le64_to_cpu(sb->uuid_offset[1]) != meta + uuid_sectors ||
 	    le32_to_cpu(sb->uuid_current) > 1)
 		return "cache superblock has a bad UUID table layout";
-	return NULL;
+	return bch_sb_validate_journal(sb, nbuckets, bucket, block);
 }
 
 static void bch_set_free(struct bch_cache_set *set)
 {
+	/* Checkpoints use the journal, whose work queues checkpoints. */
 	if (set->wq)
+		cancel_work_sync(&set->gc_work);
+	bch_journal_exit(set);
+	if (set->wq) {
+		/* Nothing queued may run on a set being freed. */
+		cancel_work_sync(&set->gc_work);
+		cancel_work_sync(&set->reclaim_work);
+		cancel_work_sync(&set->rescale_work);
+		cancel_work_sync(&set->uuid_work);
 		destroy_workqueue(set->wq);
+	}
 	bch_index_free(set);
 	bch_alloc_exit(set);
 	kvfree(set->uuids);
@@ -186,8 +259,9 @@ static void bch_set_free(struct bch_cache_set *set)
 static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 					  char **error)
 {
+	struct bch_failed_set *failed;
 	struct bch_cache_set *set;
-	bool clean, lost;
+	bool trusted, lost;
 	const char *why;
 	int r = -ENOMEM;
 
@@ -198,6 +272,8 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 	}
 	refcount_set(&set->ref, 1);
 	mutex_init(&set->lock);
+	spin_lock_init(&set->uuid_waiters_lock);
+	bio_list_init(&set->uuid_waiters);
 	set->dev = bdev->bd_dev;
 	set->bdev = bdev;
 	snprintf(set->name, sizeof(set->name), "%pg", bdev);
@@ -237,6 +313,7 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 	set->bucket_size = le32_to_cpu(set->sb->bucket_size);
 	set->nbuckets = le64_to_cpu(set->sb->nbuckets);
 	set->first_bucket = le64_to_cpu(set->sb->first_bucket);
+	set->journal_buckets = le32_to_cpu(set->sb->journal_buckets);
 
 	r = bch_prios_read(set, error);
 	if (r)
@@ -254,18 +331,28 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 	INIT_WORK(&set->uuid_work, bch_uuids_work);
 	bch_gc_init(set);
 	r = bch_alloc_init(set);
+	if (!r)
+		r = bch_journal_init(set);
 	if (r)
 		goto err;
 
-	clean = le64_to_cpu(set->sb->flags) & BCH_SB_CLEAN;
-	if (!clean)
-		DMWARN("%s: cache was not shut down cleanly: cached data invalidated",
+	if (!(le64_to_cpu(set->sb->flags) & BCH_SB_CLEAN))
+		DMINFO("%s: cache was not shut down cleanly: replaying the journal",
 		       set->name);
-	/* An older copy of the metadata goes with no index: start cold. */
-	clean = clean && !set->meta_fallback;
+	/*
+	 * An older copy of the bucket array may have older gens than keys
+	 * rely on, an older UUID table older epochs: start cold.
+	 */
+	trusted = !set->meta_fallback;
+	failed = bch_failed_find(set);
+	if (failed) {
+		DMWARN("%s: cache device failed earlier: cached data invalidated",
+		       set->name);
+		trusted = false;
+	}
 	/* Before the index is counted, so dropped origins count as dead. */
-	bch_uuids_recover(set, clean);
-	r = bch_index_open(set, clean, &lost);
+	bch_uuids_recover(set, trusted);
+	r = bch_index_open(set, trusted, &lost);
 	if (r) {
 		*error = "cannot set up the cache index";
 		goto err;
@@ -276,19 +363,27 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 	mutex_lock(&set->lock);
 	r = bch_uuids_write(set);
 	if (!r) {
-		/* From here on, a crash must be detected at the next open. */
+		/* Informational: the journal makes a crash recoverable. */
 		set->sb->flags &= ~cpu_to_le64(BCH_SB_CLEAN);
 		set->sb->last_attach = cpu_to_le64(ktime_get_real_seconds());
 		r = bch_sb_write(set);
 	}
 	mutex_unlock(&set->lock);
+	/* The replayed index on disk, the journal empty. */
+	if (!r)
+		r = bch_checkpoint(set);
 	if (r) {
-		*error = "cannot write the cache superblock";
+		*error = "cannot write the cache metadata";
 		goto err;
+	}
+	if (failed) {
+		list_del(&failed->list);
+		kfree(failed);
 	}
 
 	DMINFO("%s: cache set opened: %llu buckets of %u sectors",
-	       set->name, set->nbuckets - set->first_bucket, set->bucket_size);
+	       set->name, set->nbuckets - set->first_bucket - set->journal_buckets,
+	       set->bucket_size);
 	return set;
 err:
 	bch_set_free(set);
@@ -306,7 +401,14 @@ static void bch_set_close(struct bch_cache_set *set)
 	cancel_work_sync(&set->rescale_work);
 	cancel_work_sync(&set->uuid_work);
 
-	r = bch_cache_failed(set) ? -EIO : bch_index_close(set);
+	if (bch_cache_failed(set)) {
+		/* What the failed device holds may be behind the origin. */
+		if (!set->failed_dropped && bch_slot_invalidate_all(set))
+			bch_failed_add(set);
+		r = -EIO;
+	} else {
+		r = bch_checkpoint(set);
+	}
 	mutex_lock(&set->lock);
 	if (!r)
 		r = bch_prios_write(set);
@@ -318,8 +420,7 @@ static void bch_set_close(struct bch_cache_set *set)
 	}
 	mutex_unlock(&set->lock);
 	if (r)
-		DMERR("%s: cache set not closed cleanly (%d): invalidated at next open",
-		      set->name, r);
+		DMERR("%s: cache set not closed cleanly (%d)", set->name, r);
 	else
 		DMINFO("%s: cache set closed", set->name);
 	bch_set_free(set);

@@ -4,10 +4,13 @@
  *
  * Table line:
  *   <cache dev> <origin dev> [<#opt args> [origin_uuid <uuid>]
- *                            [cache_mode writethrough|writearound|none]]
+ *                [cache_mode writethrough|writeback|writearound|none]]
  *
- * Messages: invalidate, gc, cache_mode <mode>, and "<tunable> <value>" for
- * the tunables the status line lists.
+ * Messages: invalidate, gc (a GC pass and a checkpoint), flush (write
+ * back all dirty data), cache_mode <mode> (leaving writeback flushes
+ * first), and "<tunable> <value>" for the tunables the status line lists.
+ *
+ * Writeback needs origin_uuid: dirty data must outlive the table.
  *
  * Without origin_uuid the origin gets an ephemeral slot: it is cached
  * while the table lives and nothing is kept for it afterwards. With it,
@@ -32,6 +35,7 @@ static const char * const bch_mode_names[] = {
 	[BCH_MODE_WRITETHROUGH]	= "writethrough",
 	[BCH_MODE_WRITEAROUND]	= "writearound",
 	[BCH_MODE_NONE]		= "none",
+	[BCH_MODE_WRITEBACK]	= "writeback",
 };
 
 const char *bch_mode_name(enum bch_cache_mode mode)
@@ -47,9 +51,7 @@ int bch_parse_mode(const char *name, enum bch_cache_mode *mode, char **error)
 		*mode = i;
 		return 0;
 	}
-	*error = strcmp(name, "writeback") ?
-		"unknown cache_mode (writethrough, writearound, none)" :
-		"cache_mode writeback is not supported yet";
+	*error = "unknown cache_mode (writethrough, writeback, writearound, none)";
 	return -EINVAL;
 }
 
@@ -106,8 +108,15 @@ static void bch_dtr(struct dm_target *ti)
 	struct bch_target *bt = ti->private;
 
 	if (bt->set) {
+		/* Removing the table writes back what it can; the rest stays. */
+		if (bch_slot_dirty(bt) && !bch_cache_failed(bt->set) &&
+		    bch_writeback_flush(bt))
+			DMWARN("%s: slot %u: dirty data left in the cache",
+			       bt->set->name, bt->slot);
+		bch_writeback_exit(bt);
 		bch_wait_fills(bt);
-		bch_slot_detach(bt->set, bt, !dm_suspended(ti));
+		bch_slot_detach(bt->set, bt,
+				!dm_suspended(ti) && !bch_slot_dirty(bt));
 		bch_set_put(bt->set);
 	}
 	bioset_exit(&bt->bs);
@@ -144,6 +153,7 @@ static int bch_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	bt->ti = ti;
 	ti->private = bt;
 	bch_seq_init(&bt->seq, BCH_SEQ_CUTOFF_DEFAULT);
+	bch_writeback_init(bt);
 	r = bioset_init(&bt->bs, BIO_POOL_SIZE, 0, 0);
 	if (r) {
 		ti->error = "cannot allocate bio set";
@@ -178,6 +188,11 @@ static int bch_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		r = -EBUSY;
 		goto bad;
 	}
+	if (args.mode == BCH_MODE_WRITEBACK && !args.has_uuid) {
+		ti->error = "cache_mode writeback needs origin_uuid";
+		r = -EINVAL;
+		goto bad;
+	}
 	bt->persistent = args.has_uuid;
 	bt->mode = args.mode;
 
@@ -198,6 +213,9 @@ static int bch_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	ti->num_discard_bios = 1;
 	ti->num_write_zeroes_bios = 1;
 	ti->per_io_data_size = bch_io_size();
+	/* Dirty data from before (a crash, another mode) drains now. */
+	if (bch_slot_dirty(bt))
+		bch_writeback_kick(bt);
 	return 0;
 bad:
 	bch_dtr(ti);
@@ -225,8 +243,8 @@ static unsigned int bch_hit_ratio(struct bch_stats *st)
 }
 
 /*
- * The status line is documented in README.md; fields are only ever
- * added at the end.
+ * The status line is documented in Documentation/dm-bcache.rst; fields
+ * are only ever added at the end.
  */
 static void bch_status(struct dm_target *ti, status_type_t type,
 		       unsigned int status_flags, char *result,
@@ -243,13 +261,14 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 		DMEMIT("%u %u %u %llu/%llu %lld %lld %lld %lld %lld %llu %s %u %pUb %s",
 		       BCH_STATUS_VERSION, set->block_size, set->bucket_size,
 		       set->nr_data + set->nr_btree,
-		       set->nbuckets - set->first_bucket,
+		       set->nbuckets - set->first_bucket - set->journal_buckets,
 		       atomic64_read(&st->read_hits),
 		       atomic64_read(&st->read_misses),
 		       atomic64_read(&st->write_hits),
 		       atomic64_read(&st->write_misses),
 		       atomic64_read(&st->bypassed),
-		       0ULL, bch_mode_name(READ_ONCE(bt->mode)), bt->slot,
+		       bch_slot_dirty(bt), bch_mode_name(READ_ONCE(bt->mode)),
+		       bt->slot,
 		       set->uuids[bt->slot].uuid, bch_cache_state(set));
 		DMEMIT(" %u %llu %lld %u %lld %lld %lld %lld",
 		       bch_btree_depth(&set->btree), bch_btree_nodes(&set->btree),
@@ -257,12 +276,19 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 		       atomic64_read(&st->filled), atomic64_read(&st->retries),
 		       atomic64_read(&st->cache_errors),
 		       atomic64_read(&set->invalidations));
-		DMEMIT(" 5 sequential_cutoff %llu",
+		DMEMIT(" %llu %llu/%llu %lld",
+		       READ_ONCE(set->journal.seq), READ_ONCE(set->journal.used),
+		       set->journal.ring_sectors,
+		       atomic64_read(&set->checkpoints));
+		DMEMIT(" %lld", atomic64_read(&bt->wb.written));
+		DMEMIT(" 7 sequential_cutoff %llu",
 		       READ_ONCE(bt->seq.cutoff) << SECTOR_SHIFT);
 		DMEMIT(" cache_priority_initial %u cache_priority_hit %u",
 		       set->prio.initial, set->prio.hit);
 		DMEMIT(" cache_priority_seek %u cache_priority_rescale %llu",
 		       set->prio.seek, set->prio.rescale);
+		DMEMIT(" writeback_percent %u writeback_running %u",
+		       READ_ONCE(bt->wb.percent), READ_ONCE(bt->wb.running));
 		break;
 	case STATUSTYPE_TABLE:
 		mode = READ_ONCE(bt->mode);
@@ -301,8 +327,14 @@ static int bch_set_tunable(struct bch_target *bt, const char *key,
 		WRITE_ONCE(p->seek, v);
 	else if (!strcasecmp(key, "cache_priority_rescale") && v)
 		WRITE_ONCE(p->rescale, v);
+	else if (!strcasecmp(key, "writeback_percent") && v <= 100)
+		WRITE_ONCE(bt->wb.percent, v);
+	else if (!strcasecmp(key, "writeback_running") && v <= 1)
+		WRITE_ONCE(bt->wb.running, v);
 	else
 		return -EINVAL;
+	if (bch_slot_dirty(bt))
+		bch_writeback_kick(bt);
 	return 0;
 }
 
@@ -313,10 +345,18 @@ static int bch_message_mode(struct bch_target *bt, const char *name)
 	int r;
 
 	r = bch_parse_mode(name, &mode, &error);
-	if (r)
+	if (r) {
 		DMWARN("%s", error);
-	else
-		WRITE_ONCE(bt->mode, mode);
+		return r;
+	}
+	if (mode == BCH_MODE_WRITEBACK && !bt->persistent) {
+		DMWARN("cache_mode writeback needs origin_uuid");
+		return -EINVAL;
+	}
+	/* New writes stop making dirty data first, then it drains. */
+	WRITE_ONCE(bt->mode, mode);
+	if (mode != BCH_MODE_WRITEBACK)
+		r = bch_writeback_flush(bt);
 	return r;
 }
 
@@ -328,8 +368,10 @@ static int bch_message(struct dm_target *ti, unsigned int argc, char **argv,
 
 	if (argc == 1 && !strcasecmp(argv[0], "invalidate"))
 		r = bch_slot_invalidate(bt->set, bt->slot);
+	else if (argc == 1 && !strcasecmp(argv[0], "flush"))
+		r = bch_writeback_flush(bt);
 	else if (argc == 1 && !strcasecmp(argv[0], "gc"))
-		r = bch_gc_run(bt->set);
+		r = bch_checkpoint(bt->set);
 	else if (argc == 2 && !strcasecmp(argv[0], "cache_mode"))
 		r = bch_message_mode(bt, argv[1]);
 	else if (argc == 2)
@@ -374,6 +416,7 @@ static int __init dm_bcache_init(void)
 static void __exit dm_bcache_exit(void)
 {
 	dm_unregister_target(&bch_target_type);
+	bch_failed_exit();
 }
 
 module_init(dm_bcache_init);

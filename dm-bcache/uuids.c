@@ -12,14 +12,15 @@
  *
  * Defence in depth against a table that names the wrong device under a
  * right origin_uuid: the slot remembers the origin's size and a checksum
- * of its first 4 KiB at detach; either differing at attach invalidates.
+ * of its first 4 KiB; either differing at attach invalidates. The
+ * checksum is taken at attach and retaken after every write to those
+ * sectors, so it still holds after a crash; a write whose new checksum
+ * did not make it to disk only invalidates the slot at the next attach.
  */
 #include <linux/slab.h>
 #include <linux/uuid.h>
 
 #include "dm-bcache.h"
-
-#define BCH_FINGERPRINT_SECTORS	8
 
 static size_t bch_uuid_bytes(struct bch_cache_set *set)
 {
@@ -103,10 +104,11 @@ static void bch_slot_free(struct bch_uuid_disk *u)
 
 /*
  * Called when a cache set is opened: no table holds any slot yet.
- * Ephemeral slots are freed; after an unclean shutdown, or where a slot
- * was still marked attached, the slot's data cannot be trusted.
+ * Ephemeral slots are freed; if the index is not @trusted, every slot's
+ * data is dropped. A slot still marked attached was held at a crash: its
+ * data stands, the fingerprint is checked at the next attach.
  */
-void bch_uuids_recover(struct bch_cache_set *set, bool clean)
+void bch_uuids_recover(struct bch_cache_set *set, bool trusted)
 {
 	unsigned int i;
 
@@ -120,10 +122,8 @@ void bch_uuids_recover(struct bch_cache_set *set, bool clean)
 			bch_slot_free(u);
 			continue;
 		}
-		if (!clean || (flags & BCH_UUID_ATTACHED)) {
-			if (!bch_slot_bump_epoch(u))
-				bch_slot_free(u);
-		}
+		if (!trusted && !bch_slot_bump_epoch(u))
+			bch_slot_free(u);
 		u->flags &= ~cpu_to_le32(BCH_UUID_ATTACHED);
 	}
 }
@@ -191,6 +191,21 @@ static int bch_origin_fingerprint(struct bch_cache_set *set,
 		*fp = bch_crc32c(buf, BCH_FINGERPRINT_SECTORS << SECTOR_SHIFT);
 	kfree(buf);
 	return r;
+}
+
+/* Record the fingerprint of slot @i's origin as it is now. */
+static void bch_slot_fingerprint(struct bch_cache_set *set, unsigned int i)
+{
+	struct bch_uuid_disk *u = &set->uuids[i];
+	u32 fp;
+
+	lockdep_assert_held(&set->lock);
+	if (bch_origin_fingerprint(set, set->slots[i].bdev, &fp)) {
+		u->flags &= ~cpu_to_le32(BCH_UUID_FINGERPRINT);
+		return;
+	}
+	u->fingerprint = cpu_to_le32(fp);
+	u->flags |= cpu_to_le32(BCH_UUID_FINGERPRINT);
 }
 
 /* Keep the slot's data only if the origin looks like the one we left. */
@@ -272,10 +287,12 @@ int bch_slot_attach(struct bch_cache_set *set, struct bch_target *bt,
 	bch_track_init(s->track);
 	s->md = md;
 	s->origin = origin->bd_dev;
+	s->bdev = origin;
+	s->fp_stale = false;
 	u->sectors = cpu_to_le64(bdev_nr_sectors(origin));
 	u->last_attach = cpu_to_le64(ktime_get_real_seconds());
 	u->flags |= cpu_to_le32(BCH_UUID_ATTACHED);
-	u->flags &= ~cpu_to_le32(BCH_UUID_FINGERPRINT);
+	bch_slot_fingerprint(set, i);
 	r = bch_uuids_write(set);
 	if (r) {
 		*error = "cannot write the UUID table";
@@ -300,7 +317,6 @@ void bch_slot_detach(struct bch_cache_set *set, struct bch_target *bt,
 {
 	struct bch_uuid_disk *u = &set->uuids[bt->slot];
 	struct bch_slot *s = &set->slots[bt->slot];
-	u32 fp;
 
 	mutex_lock(&set->lock);
 	if (--s->holders)
@@ -315,10 +331,10 @@ void bch_slot_detach(struct bch_cache_set *set, struct bch_target *bt,
 		       set->name, bt->slot, u->uuid);
 		if (!bch_slot_bump_epoch(u))
 			bch_slot_free(u);
-	} else if (!bch_origin_fingerprint(set, bt->origin_dev->bdev, &fp)) {
-		u->fingerprint = cpu_to_le32(fp);
-		u->flags |= cpu_to_le32(BCH_UUID_FINGERPRINT);
+	} else {
+		bch_slot_fingerprint(set, bt->slot);
 	}
+	s->bdev = NULL;
 	u->flags &= ~cpu_to_le32(BCH_UUID_ATTACHED);
 	if (bch_uuids_write(set))
 		DMERR("%s: cannot write the UUID table at detach", set->name);
@@ -337,11 +353,34 @@ int bch_slot_invalidate(struct bch_cache_set *set, unsigned int slot)
 	return r;
 }
 
+/* Drop every slot's data, on disk as well if the device still takes it. */
+int bch_slot_invalidate_all(struct bch_cache_set *set)
+{
+	unsigned int i;
+	int r;
+
+	mutex_lock(&set->lock);
+	for (i = 0; i < BCH_UUID_SLOTS; i++) {
+		struct bch_uuid_disk *u = &set->uuids[i];
+
+		if (bch_slot_valid(u) && !bch_slot_bump_epoch(u))
+			WRITE_ONCE(u->flags, u->flags & ~cpu_to_le32(BCH_UUID_VALID));
+	}
+	r = bch_uuids_write(set);
+	if (r)
+		DMERR("%s: cannot write the UUID table: cached data may be stale on disk",
+		      set->name);
+	mutex_unlock(&set->lock);
+	return r;
+}
+
 /*
  * For the IO path, which must not wait for metadata IO: drop the slot's
- * data in memory now, write the UUID table from the workqueue.
+ * data in memory now, write the UUID table from the workqueue. @waiter,
+ * a write the dropped data would contradict, is sent on after that.
  */
-void bch_slot_invalidate_nowait(struct bch_cache_set *set, unsigned int slot)
+void bch_slot_invalidate_nowait(struct bch_cache_set *set, unsigned int slot,
+				struct bio *waiter)
 {
 	struct bch_uuid_disk *u = &set->uuids[slot];
 
@@ -349,16 +388,54 @@ void bch_slot_invalidate_nowait(struct bch_cache_set *set, unsigned int slot)
 	if (!bch_slot_bump_epoch(u))	/* exhausted: the slot caches nothing */
 		WRITE_ONCE(u->flags, u->flags & ~cpu_to_le32(BCH_UUID_VALID));
 	mutex_unlock(&set->lock);
+	if (waiter) {
+		spin_lock(&set->uuid_waiters_lock);
+		bio_list_add(&set->uuid_waiters, waiter);
+		spin_unlock(&set->uuid_waiters_lock);
+	}
 	queue_work(set->wq, &set->uuid_work);
 }
 
+/* A write to the first sectors of @slot's origin completed (endio). */
+void bch_slot_written(struct bch_cache_set *set, unsigned int slot)
+{
+	WRITE_ONCE(set->slots[slot].fp_stale, true);
+	queue_work(set->wq, &set->uuid_work);
+}
+
+/*
+ * Write the UUID table for the IO path: after invalidations, fingerprints
+ * that changed, or a cache device that failed.
+ */
 void bch_uuids_work(struct work_struct *work)
 {
 	struct bch_cache_set *set = container_of(work, struct bch_cache_set,
 						 uuid_work);
+	struct bio_list waiters;
+	unsigned int i;
+	struct bio *bio;
+
+	if (bch_cache_failed(set) && !set->failed_dropped &&
+	    !bch_slot_invalidate_all(set))
+		set->failed_dropped = true;
+	spin_lock(&set->uuid_waiters_lock);
+	waiters = set->uuid_waiters;
+	bio_list_init(&set->uuid_waiters);
+	spin_unlock(&set->uuid_waiters_lock);
 
 	mutex_lock(&set->lock);
+	for (i = 0; i < BCH_UUID_SLOTS; i++) {
+		struct bch_slot *s = &set->slots[i];
+
+		if (s->holders && READ_ONCE(s->fp_stale)) {
+			WRITE_ONCE(s->fp_stale, false);
+			bch_slot_fingerprint(set, i);
+		}
+	}
 	if (bch_uuids_write(set))
 		DMERR("%s: cannot write the UUID table", set->name);
 	mutex_unlock(&set->lock);
+
+	while ((bio = bio_list_pop(&waiters)))
+		bch_release_bio(bio);
 }

@@ -7,23 +7,63 @@
  *   fixture slots FILE UUID...    the current UUID table gets these
  *                                 persistent slots (0, 1, ...), epoch 1
  *   fixture flip FILE OFFSET      xor the byte at OFFSET with 0x5a
- *   fixture sb FILE dirty|rootptr=SECTOR   edit the superblock (new csum)
+ *   fixture sb FILE EDIT...       edit the superblock (new csum): dirty,
+ *                                 rootptr=SECTOR, jfirst=B, jbuckets=N,
+ *                                 jseq=N, jpos=SECTOR
+ *   fixture bucket FILE B FLAGS   set bucket B's flags in the current
+ *                                 bucket array copy (new csum)
+ *   fixture attach FILE           mark slot 0 attached (as a table left it)
  *   fixture uuidcsum FILE [both]  break the current UUID table's checksum
  *                                 (both: the other copy's too)
  *   fixture index FILE [OPT...]   an index for slot 0 (origin_uuid
  *                                 FIXTURE_UUID), and the bucket array
  *                                 and UUID table that go with it
  *     keys=N     N extents of 8 sectors (default 64), data buckets from
- *                the first one up, index nodes from the last one down
+ *                the first one after the journal up, index nodes from the
+ *                last one down
  *     flushes=N  write the index N times (appended sets), keys spread out
  *     stale=N    bump the gen of the first N data buckets (dead keys)
+ *     dirty=N    flag the first N extents dirty (writeback: the data
+ *                exists only on the cache)
  *     alias      a live key pointing into the root node's bucket
  *     outside    a key pointing into the metadata bucket
  *     cross      a live key crossing the end of its bucket
  *     future     a key newer than its slot's epoch
  *
- * Prints "root BUCKET level L nodes N" on success. The metadata copies are
- * rewritten in place (the current ones): this is a fixture, not a kernel.
+ *   fixture journal FILE [start=POS] [seq=N] ENTRY...
+ *                                 append entries to the journal as the
+ *                                 kernel would (an entry that does not fit
+ *                                 in the rest of a bucket goes to the next
+ *                                 one, the ring wraps), from ring sector
+ *                                 POS with seq N (both then written to the
+ *                                 superblock as where replay starts;
+ *                                 default: the superblock's). ENTRY is a
+ *                                 comma-separated list of
+ *     d:START+LEN@BUCKET[+OFF]   a key of slot 0 epoch 1: origin sectors
+ *                                [START, START+LEN) at that cache bucket
+ *                                and offset, in the bucket's gen
+ *     h:START+LEN                a hole of slot 0 epoch 1
+ *     r:START+N@BUCKET           N keys of 8 sectors from origin sector
+ *                                START, at 8-sector steps from BUCKET
+ *     sectors=N  the entry's size (default: the blocks its keys need)
+ *     at=POS     at ring sector POS instead of where the next one goes
+ *     skip       at the start of the next bucket, though it fits here
+ *     torn       a byte of it changed after the checksum (a torn write)
+ *     badseq     seq one above the one expected
+ *     baduuid    another cache set's
+ *     stale      its keys a generation behind their buckets'
+ *     dirty      its data keys flagged dirty
+ *     csum       its data keys flagged csum (which no journal holds)
+ *     slot=S     its keys of slot S (epoch 1 still), not slot 0; the
+ *                slot is made valid (origin_uuid FIXTURE_UUID with S + 1
+ *                as its last number) if it is not
+ *     epoch=E    its keys of epoch E, not 1
+ *   Prints "jset SEQ POS SECTORS NKEYS" per entry. Slot 0 is made valid
+ *   (origin_uuid FIXTURE_UUID) if it is not.
+ *
+ * "index" prints "root BUCKET level L nodes N" on success. The metadata
+ * copies are rewritten in place (the current ones): this is a fixture,
+ * not a kernel.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,10 +72,22 @@
 #include "index.h"
 
 #define FIXTURE_UUID	"f1f1f1f1-0000-4000-8000-000000000001"
+/* the origin_uuid a journal entry's slot=S gives slot S if it is free */
+#define FIXTURE_UUID_FMT "f1f1f1f1-0000-4000-8000-%012x"
 
 static struct bch_cache c;
 static u64 next_node;		/* allocated downwards */
 static u64 node_limit;		/* first bucket holding data */
+
+/* The first data bucket: after the journal if it is at first_bucket. */
+static u64 data_first(void)
+{
+	u64 jfirst = le64toh(c.sb.journal_first);
+
+	if (jfirst == c.first_bucket)
+		return jfirst + le32toh(c.sb.journal_buckets);
+	return c.first_bucket;
+}
 
 static int die(const char *msg)
 {
@@ -111,7 +163,7 @@ static void fx_flush(void)
 
 static int do_index(int argc, char **argv)
 {
-	unsigned long keys = 64, flushes = 1, stale = 0, i, f;
+	unsigned long keys = 64, flushes = 1, stale = 0, dirty = 0, i, f;
 	bool alias = false, outside = false, cross = false, future = false;
 	u32 inode = 1 << BCH_INODE_SLOT_BITS;	/* slot 0, epoch 1 */
 	u32 per_bucket = c.bucket_size / 8;
@@ -127,6 +179,8 @@ static int do_index(int argc, char **argv)
 			flushes = strtoul(argv[a] + 8, NULL, 0);
 		else if (!strncmp(argv[a], "stale=", 6))
 			stale = strtoul(argv[a] + 6, NULL, 0);
+		else if (!strncmp(argv[a], "dirty=", 6))
+			dirty = strtoul(argv[a] + 6, NULL, 0);
 		else if (!strcmp(argv[a], "alias"))
 			alias = true;
 		else if (!strcmp(argv[a], "outside"))
@@ -141,8 +195,10 @@ static int do_index(int argc, char **argv)
 	if (!flushes || !per_bucket)
 		die("bad options");
 	data_buckets = (keys + per_bucket - 1) / per_bucket + 1;
-	node_limit = c.first_bucket + data_buckets;
+	node_limit = data_first() + data_buckets;
 	next_node = c.nbuckets - 1;
+	if (le64toh(c.sb.journal_first) != c.first_bucket)
+		die("index: the journal must be at the first bucket");
 	if (node_limit >= next_node)
 		die("device too small for that many keys");
 
@@ -151,20 +207,22 @@ static int do_index(int argc, char **argv)
 	if (bch_btree_init(&c.b))
 		die("btree init failed");
 
-	/* Keys i*8 .. i*8+8 of slot 0 at data sector (first bucket) + i*8. */
+	/* Keys i*8 .. i*8+8 of slot 0 at data sector (first data bucket) + i*8. */
 	for (f = 0; f < flushes; f++) {
 		for (i = f; i < keys; i += flushes) {
 			k.inode = inode;
 			k.size = 8;
 			k.end = i * 8 + 8;
-			k.ptr = c.first_bucket * c.bucket_size + i * 8;
+			k.ptr = data_first() * c.bucket_size + i * 8;
 			k.gen = c.prio[k.ptr / c.bucket_size].gen;
+			k.flags = i < dirty ? BCH_KEY_DIRTY : 0;
 			fx_insert(&k);
 		}
 		fx_flush();
 	}
 	k.size = 8;
 	k.inode = inode;
+	k.flags = 0;
 	if (outside) {
 		k.end = keys * 8 + 1000;
 		k.ptr = 8;
@@ -199,7 +257,7 @@ static int do_index(int argc, char **argv)
 			die("alias: the root moved");
 	}
 	for (i = 0; i < stale; i++)
-		c.prio[c.first_bucket + i].gen++;
+		c.prio[data_first() + i].gen++;
 
 	bch_btree_root(&c.b, &root, &level);
 	bch_bkey_pack(&c.sb.btree_root, &root);
@@ -216,7 +274,7 @@ static int do_flip(const char *path, const char *offset)
 {
 	struct bch_dev dev;
 	u64 off = strtoull(offset, NULL, 0);
-	u8 b;
+	u8 b = 0;
 
 	if (bch_dev_open(&dev, path, true) || bch_pread_all(&dev, &b, 1, off))
 		die(bch_strerror());
@@ -233,10 +291,217 @@ static void do_sb(const char *what)
 		c.sb.flags &= ~htole64(BCH_SB_CLEAN);
 	else if (what && !strncmp(what, "rootptr=", 8))
 		c.sb.btree_root.ptr = htole64(strtoull(what + 8, NULL, 0));
+	else if (what && !strncmp(what, "jfirst=", 7))
+		c.sb.journal_first = htole64(strtoull(what + 7, NULL, 0));
+	else if (what && !strncmp(what, "jbuckets=", 9))
+		c.sb.journal_buckets = htole32(strtoul(what + 9, NULL, 0));
+	else if (what && !strncmp(what, "jseq=", 5))
+		c.sb.journal_seq = htole64(strtoull(what + 5, NULL, 0));
+	else if (what && !strncmp(what, "jpos=", 5))
+		c.sb.journal_pos = htole64(strtoull(what + 5, NULL, 0));
 	else if (what)
 		die("unknown superblock edit");
 	c.sb.csum = htole32(bch_sb_csum(&c.sb));
 	if (bch_pwrite_all(&c.dev, &c.sb, sizeof(c.sb), BCH_SB_OFFSET) || bch_dev_sync(&c.dev))
+		die(bch_strerror());
+}
+
+/* The journal, written the way the kernel appends to it. */
+
+struct jwriter {
+	u64	start, ring, pos, seq;	/* device sector of the ring; ring sectors */
+};
+
+static u64 parse_u64(const char *s, const char **end)
+{
+	char *e;
+	u64 v = strtoull(s, &e, 0);
+
+	if (e == s)
+		die("bad number in a journal entry");
+	*end = e;
+	return v;
+}
+
+/* "START+LEN" into a key's end and size. */
+static const char *parse_range(const char *s, struct bch_bkey *k)
+{
+	u64 start = parse_u64(s, &s);
+
+	if (*s++ != '+')
+		die("journal key: START+LEN expected");
+	k->size = parse_u64(s, &s);
+	k->end = start + k->size;
+	return s;
+}
+
+static void jentry(struct jwriter *w, char *spec)
+{
+	u32 block = c.block_size, bucket = c.bucket_size, sectors = 0, nkeys = 0, i, n;
+	static struct bch_bkey keys[BCH_JSET_MAX_SECTORS << BCH_SECTOR_SHIFT >> 5];
+	struct bch_jset_disk *e;
+	bool torn = false, badseq = false, baduuid = false, stale = false, skip = false;
+	bool dirty = false, csum = false;
+	u32 slot = 0, epoch = 1;
+	u64 at = U64_MAX, b;
+	const char *p;
+	char *tok, *save = NULL;
+	size_t bytes;
+
+	for (tok = strtok_r(spec, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		struct bch_bkey *k = &keys[nkeys];
+
+		if (!strncmp(tok, "d:", 2) || !strncmp(tok, "h:", 2)) {
+			if (nkeys == ARRAY_SIZE(keys))
+				die("too many keys in one journal entry");
+			memset(k, 0, sizeof(*k));
+			k->inode = 1 << BCH_INODE_SLOT_BITS;	/* slot 0, epoch 1 */
+			p = parse_range(tok + 2, k);
+			if (tok[0] == 'h') {
+				k->flags = BCH_KEY_HOLE;
+			} else {
+				if (*p++ != '@')
+					die("journal key: d:START+LEN@BUCKET[+OFF] expected");
+				b = parse_u64(p, &p);
+				k->ptr = b * bucket;
+				if (*p == '+')
+					k->ptr += parse_u64(p + 1, &p);
+				k->gen = b < c.nbuckets ? c.prio[b].gen : 0;
+			}
+			if (*p)
+				die("journal key: trailing characters");
+			nkeys++;
+		} else if (!strncmp(tok, "r:", 2)) {
+			u64 start = parse_u64(tok + 2, &p), first;
+
+			if (*p++ != '+')
+				die("journal keys: r:START+N@BUCKET expected");
+			n = parse_u64(p, &p);
+			if (*p++ != '@')
+				die("journal keys: r:START+N@BUCKET expected");
+			first = parse_u64(p, &p) * bucket;
+			if (*p || n > ARRAY_SIZE(keys) - nkeys)
+				die("journal keys: bad r:");
+			for (i = 0; i < n; i++, nkeys++) {
+				k = &keys[nkeys];
+				memset(k, 0, sizeof(*k));
+				k->inode = 1 << BCH_INODE_SLOT_BITS;
+				k->size = 8;
+				k->end = start + 8 * i + 8;
+				k->ptr = first + 8 * i;
+				b = k->ptr / bucket;
+				k->gen = b < c.nbuckets ? c.prio[b].gen : 0;
+			}
+		} else if (!strncmp(tok, "sectors=", 8)) {
+			sectors = strtoul(tok + 8, NULL, 0);
+		} else if (!strncmp(tok, "at=", 3)) {
+			at = strtoull(tok + 3, NULL, 0);
+		} else if (!strcmp(tok, "skip")) {
+			skip = true;
+		} else if (!strcmp(tok, "torn")) {
+			torn = true;
+		} else if (!strcmp(tok, "badseq")) {
+			badseq = true;
+		} else if (!strcmp(tok, "baduuid")) {
+			baduuid = true;
+		} else if (!strcmp(tok, "stale")) {
+			stale = true;
+		} else if (!strcmp(tok, "dirty")) {
+			dirty = true;
+		} else if (!strcmp(tok, "csum")) {
+			csum = true;
+		} else if (!strncmp(tok, "slot=", 5)) {
+			slot = strtoul(tok + 5, NULL, 0);
+			if (slot >= BCH_UUID_SLOTS)
+				die("journal entry: no such slot");
+		} else if (!strncmp(tok, "epoch=", 6)) {
+			epoch = strtoul(tok + 6, NULL, 0);
+		} else if (*tok) {
+			die("unknown journal entry option");
+		}
+	}
+	if (!(le32toh(c.uuids[slot].flags) & BCH_UUID_VALID)) {
+		char uuid[BCH_UUID_STR_LEN];
+
+		snprintf(uuid, sizeof(uuid), FIXTURE_UUID_FMT, slot + 1);
+		set_slot(slot, uuid);
+		write_meta();
+	}
+	for (i = 0; i < nkeys; i++)
+		keys[i].inode = epoch << BCH_INODE_SLOT_BITS | slot;
+	bytes = sizeof(*e) + nkeys * sizeof(e->keys[0]);
+	if (!sectors)
+		sectors = bch_round_up(bytes, block << BCH_SECTOR_SHIFT) >> BCH_SECTOR_SHIFT;
+	if (sectors > bucket || sectors > BCH_JSET_MAX_SECTORS)
+		die("journal entry too big");
+	if (at != U64_MAX)
+		w->pos = at;
+	else if (skip || w->pos % bucket + sectors > bucket)
+		w->pos = w->pos - w->pos % bucket + bucket;
+	if (w->pos >= w->ring)
+		w->pos = 0;
+
+	e = calloc(1, (size_t)sectors << BCH_SECTOR_SHIFT);
+	if (!e)
+		die("out of memory");
+	e->magic = htole32(BCH_JSET_MAGIC);
+	e->seq = htole64(w->seq + badseq);
+	e->nkeys = htole32(nkeys);
+	e->sectors = htole32(sectors);
+	memcpy(e->set_uuid, c.sb.set_uuid, sizeof(e->set_uuid));
+	if (baduuid)
+		e->set_uuid[0] ^= 0xff;
+	for (i = 0; i < nkeys; i++) {
+		if (stale)
+			keys[i].gen--;
+		if (dirty && !(keys[i].flags & BCH_KEY_HOLE))
+			keys[i].flags |= BCH_KEY_DIRTY;
+		if (csum && !(keys[i].flags & BCH_KEY_HOLE))
+			keys[i].flags |= BCH_KEY_CSUM;
+		bch_bkey_pack(&e->keys[i], &keys[i]);
+	}
+	e->csum = htole32(bch_jset_csum(e));
+	if (torn)
+		((u8 *)e)[bytes - 1] ^= 0x5a;
+	if (bch_pwrite_all(&c.dev, e, (size_t)sectors << BCH_SECTOR_SHIFT,
+			   (w->start + w->pos) << BCH_SECTOR_SHIFT))
+		die(bch_strerror());
+	printf("jset %llu %llu %u %u\n", (unsigned long long)(w->seq + badseq),
+	       (unsigned long long)w->pos, sectors, nkeys);
+	free(e);
+	w->pos = (w->pos + sectors) % w->ring;
+	w->seq++;
+}
+
+static void do_journal(int argc, char **argv)
+{
+	struct jwriter w = {
+		.start = le64toh(c.sb.journal_first) * c.bucket_size,
+		.ring = (u64)le32toh(c.sb.journal_buckets) * c.bucket_size,
+		.pos = le64toh(c.sb.journal_pos),
+		.seq = le64toh(c.sb.journal_seq),
+	};
+	int a = 0;
+
+	if (!(le32toh(c.uuids[0].flags) & BCH_UUID_VALID)) {
+		set_slot(0, FIXTURE_UUID);
+		write_meta();
+	}
+	for (; a < argc; a++) {
+		if (!strncmp(argv[a], "start=", 6)) {
+			w.pos = strtoull(argv[a] + 6, NULL, 0);
+			c.sb.journal_pos = htole64(w.pos);
+		} else if (!strncmp(argv[a], "seq=", 4)) {
+			w.seq = strtoull(argv[a] + 4, NULL, 0);
+			c.sb.journal_seq = htole64(w.seq);
+		} else {
+			break;
+		}
+	}
+	do_sb(NULL);
+	for (; a < argc; a++)
+		jentry(&w, argv[a]);
+	if (bch_dev_sync(&c.dev))
 		die(bch_strerror());
 }
 
@@ -245,7 +510,7 @@ int main(int argc, char **argv)
 	int i;
 
 	if (argc < 3)
-		die("usage: fixture slots FILE UUID... | index FILE [OPT...] | flip FILE OFFSET | sb FILE EDIT | uuidcsum FILE");
+		die("usage: fixture slots FILE UUID... | index FILE [OPT...] | journal FILE [ENTRY...] | flip FILE OFFSET | sb FILE EDIT... | bucket FILE B FLAGS | uuidcsum FILE");
 	if (!strcmp(argv[1], "flip") && argc == 4)
 		return do_flip(argv[2], argv[3]);
 	if (bch_cache_open(&c, argv[2], true) || bch_cache_read_meta(&c))
@@ -254,8 +519,21 @@ int main(int argc, char **argv)
 		for (i = 3; i < argc && i - 3 < BCH_UUID_SLOTS; i++)
 			set_slot(i - 3, argv[i]);
 		write_meta();
-	} else if (!strcmp(argv[1], "sb") && argc == 4) {
-		do_sb(argv[3]);
+	} else if (!strcmp(argv[1], "sb") && argc >= 4) {
+		for (i = 3; i < argc; i++)
+			do_sb(argv[i]);
+	} else if (!strcmp(argv[1], "bucket") && argc == 5) {
+		u64 b = strtoull(argv[3], NULL, 0);
+
+		if (b >= bch_prio_bytes(&c) / sizeof(*c.prio))
+			die("no such bucket array entry");
+		c.prio[b].flags = strtoul(argv[4], NULL, 0);
+		write_meta();
+	} else if (!strcmp(argv[1], "attach")) {
+		c.uuids[0].flags |= htole32(BCH_UUID_ATTACHED);
+		write_meta();
+	} else if (!strcmp(argv[1], "journal")) {
+		do_journal(argc - 3, argv + 3);
 	} else if (!strcmp(argv[1], "uuidcsum")) {
 		c.sb.uuid_csum = htole32(le32toh(c.sb.uuid_csum) ^ 1);
 		if (argc > 3 && !strcmp(argv[3], "both"))

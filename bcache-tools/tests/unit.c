@@ -245,8 +245,9 @@ static void test_uuid(void)
 	check(bch_uuid_is_nil(b) && !bch_uuid_is_nil(a), "nil uuid detection");
 }
 
+/* Bucket array entries: zero but for the flags of the first ones. */
 static bool region_is(const char *path, uint64_t sector, uint64_t sectors,
-		      uint64_t first_meta)
+		      uint64_t first_meta, uint64_t journal_end)
 {
 	size_t len = sectors << BCH_SECTOR_SHIFT;
 	struct bch_bucket_disk *p = malloc(len);
@@ -256,10 +257,30 @@ static bool region_is(const char *path, uint64_t sector, uint64_t sectors,
 	rw_file(path, p, len, sector << BCH_SECTOR_SHIFT, false);
 	for (i = 0; i < len / sizeof(*p); i++)
 		if (p[i].prio || p[i].gen ||
-		    p[i].flags != (i < first_meta ? BCH_BUCKET_META : 0))
+		    p[i].flags != (i < first_meta ? BCH_BUCKET_META :
+				   i < journal_end ? BCH_BUCKET_JOURNAL : 0))
 			ok = false;
 	free(p);
 	return ok;
+}
+
+/* @sectors at @sector are all zero. */
+static bool zero_at(const char *path, uint64_t sector, uint64_t sectors)
+{
+	static uint8_t buf[1 << 16];
+	uint64_t off = sector << BCH_SECTOR_SHIFT, left = sectors << BCH_SECTOR_SHIFT;
+	size_t n, i;
+
+	while (left) {
+		n = left < sizeof(buf) ? left : sizeof(buf);
+		rw_file(path, buf, n, off, false);
+		for (i = 0; i < n; i++)
+			if (buf[i])
+				return false;
+		off += n;
+		left -= n;
+	}
+	return true;
 }
 
 static uint32_t region_csum(const char *path, uint64_t sector,
@@ -275,12 +296,16 @@ static uint32_t region_csum(const char *path, uint64_t sector,
 	return csum;
 }
 
-/* Every superblock field, and the metadata it points at. */
-static void check_layout(const char *path, uint32_t block, uint32_t bucket,
-			 uint64_t size, time_t t0)
+/*
+ * Every superblock field, and the metadata it points at; @journal the
+ * journal buckets asked for, 0 for the default.
+ */
+static void check_layout_j(const char *path, uint32_t block, uint32_t bucket,
+			   uint64_t size, time_t t0, uint32_t journal)
 {
 	uint64_t sectors = size >> BCH_SECTOR_SHIFT;
 	uint64_t nb = sectors / bucket, fb = bch_first_bucket(nb, bucket);
+	uint32_t jb = journal ? journal : bch_journal_default_buckets(nb);
 	uint64_t prio = bch_prio_sectors(nb), uuid = bch_uuid_sectors();
 	static const uint8_t zero[BCH_SB_SIZE];
 	struct bch_sb_disk sb;
@@ -329,20 +354,34 @@ static void check_layout(const char *path, uint32_t block, uint32_t bucket,
 	      what);
 	check(!memcmp(&sb.btree_root, zero, sizeof(sb.btree_root)) &&
 	      !sb.btree_level && !sb.btree_pad, "%s: no btree root", what);
+	check(le64toh(sb.journal_first) == fb &&
+	      le32toh(sb.journal_buckets) == jb && !sb.journal_pad,
+	      "%s: journal of %u buckets at bucket %llu", what, jb,
+	      (unsigned long long)fb);
+	check(le64toh(sb.journal_seq) == 1 && !sb.journal_pos,
+	      "%s: journal empty: seq 1, pos 0", what);
 	check(!memcmp(sb.reserved, zero, sizeof(sb.reserved)),
 	      "%s: reserved zero", what);
 
-	check(region_is(path, BCH_META_START, prio, fb) &&
-	      region_is(path, BCH_META_START + prio, prio, fb),
-	      "%s: both bucket arrays: %llu meta buckets, rest zero", what,
-	      (unsigned long long)fb);
+	check(region_is(path, BCH_META_START, prio, fb, fb + jb) &&
+	      region_is(path, BCH_META_START + prio, prio, fb, fb + jb),
+	      "%s: both bucket arrays: %llu meta buckets, %u journal buckets, rest zero",
+	      what, (unsigned long long)fb, jb);
+	check(zero_at(path, fb * bucket, (uint64_t)jb * bucket),
+	      "%s: the journal ring is zeroed", what);
 	check(le32toh(sb.prio_csum) == region_csum(path, BCH_META_START, prio),
 	      "%s: prio_csum", what);
-	check(region_is(path, BCH_META_START + 2 * prio, 2 * uuid, 0),
+	check(region_is(path, BCH_META_START + 2 * prio, 2 * uuid, 0, 0),
 	      "%s: both uuid tables zero", what);
 	check(le32toh(sb.uuid_csum) ==
 	      region_csum(path, BCH_META_START + 2 * prio, uuid),
 	      "%s: uuid_csum", what);
+}
+
+static void check_layout(const char *path, uint32_t block, uint32_t bucket,
+			 uint64_t size, time_t t0)
+{
+	check_layout_j(path, block, bucket, size, t0, 0);
 }
 
 static void test_format(void)
@@ -364,14 +403,18 @@ static void test_format(void)
 	check(!memcmp(sector0, back, 512), "sector 0 left alone");
 
 	check(run("bcache-super-show", c, NULL) == 0, "super-show exit 0");
-	check(has(out, "sb.magic\tok\n") && has(out, "sb.version\t1\n") &&
+	check(has(out, "sb.magic\tok\n") && has(out, "sb.version\t2\n") &&
 	      has(out, "cset.uuid\t" SET_UUID "\n") &&
 	      has(out, "dev.label\tcache one\n") &&
 	      has(out, "sb.flags\tclean\n") && has(out, "sb.seq\t1\n") &&
 	      has(out, "block_size\t4096 (8 sectors)\n") &&
 	      has(out, "bucket_size\t524288 (1024 sectors)\n") &&
 	      has(out, "nbuckets\t128\n") && has(out, "first_bucket\t1\n") &&
-	      has(out, "data_buckets\t127\n") &&
+	      has(out, "data_buckets\t123\n") &&
+	      has(out, "sb.journal_first\t1\n") &&
+	      has(out, "sb.journal_buckets\t4\n") &&
+	      has(out, "sb.journal_seq\t1\n") &&
+	      has(out, "sb.journal_pos\t0\n") &&
 	      has(out, "device_sectors\t131072\n") &&
 	      has(out, "prio.current\t0\n") && has(out, " ok\n") &&
 	      has(out, "uuid.current\t0\n") &&
@@ -391,12 +434,39 @@ static void test_format(void)
 	      "make-bcache 4k buckets: exit 0");
 	check_layout(odd, 8, 8, 64 * MiB, t0);
 
+	/* 262144 buckets: the default journal is at its maximum */
+	make_file(odd, 1024 * MiB);
+	check(run("make-bcache", "-q", "-b", "4k", "-l", "cache one",
+		  "--cset-uuid", SET_UUID, odd, NULL) == 0,
+	      "make-bcache 1 GiB of 4k buckets: exit 0");
+	check_layout_j(odd, 8, 8, 1024 * MiB, t0, BCH_MAX_JOURNAL_BUCKETS);
+
+	make_file(odd, 64 * MiB);
+	check(run("make-bcache", "-q", "-j", "8", "-l", "cache one",
+		  "--cset-uuid", SET_UUID, odd, NULL) == 0,
+	      "make-bcache -j 8: exit 0");
+	check_layout_j(odd, 8, 1024, 64 * MiB, t0, 8);
+	check(run("make-bcache", "-q", "--wipe", "--journal-buckets=2",
+		  "-l", "cache one", "--cset-uuid", SET_UUID, odd, NULL) == 0,
+	      "make-bcache --journal-buckets=2 (the minimum): exit 0");
+	check_layout_j(odd, 8, 1024, 64 * MiB, t0, 2);
+	check(run("bcache-super-show", odd, NULL) == 0 &&
+	      has(out, "sb.journal_buckets\t2\n") &&
+	      has(out, "data_buckets\t125\n"), "super-show: a journal of 2");
+	/* 1 + 111 + 16 buckets: the largest journal that fits */
+	check(run("make-bcache", "-q", "--wipe", "-j", "111", odd, NULL) == 0,
+	      "make-bcache -j 111 on 128 buckets: exit 0");
+	check(run("make-bcache", "-q", "--wipe", "-j", "112", odd, NULL) == 1 &&
+	      has(err, "too small") && has(err, "and this journal") &&
+	      has(err, "at least 67633152 bytes"),
+	      "make-bcache -j 112 on 128 buckets: too small, says the minimum");
+
 	/* the minimum the "too small" error states, and a bucket less */
-	make_file(odd, 8912896);
+	make_file(odd, 11010048);
 	check(run("make-bcache", "-q", odd, NULL) == 0 &&
 	      run("bcache-super-show", odd, NULL) == 0,
 	      "make-bcache at exactly the stated minimum size: exit 0");
-	make_file(odd, 8912896 - 512 * 1024);
+	make_file(odd, 11010048 - 512 * 1024);
 	check(run("make-bcache", "-q", odd, NULL) == 1 &&
 	      has(err, "too small"), "one bucket less: too small");
 	unlink(odd);
@@ -440,13 +510,25 @@ static void test_make_errors(void)
 	make_fails(1, "invalid UUID", "--cset-uuid", "nope", s, NULL);
 	make_fails(1, "must not be nil", "--cset-uuid",
 		   "00000000-0000-0000-0000-000000000000", s, NULL);
-	make_fails(1, "must be at least 8912896 bytes (8.5 MiB)", s, NULL);
+	make_fails(1, "must be at least 11010048 bytes (10.5 MiB)", s, NULL);
+	make_fails(1, "and this journal it must be at least 9961472 bytes", "-j", "2", s,
+		   NULL);
+	make_fails(1, "journal of 1 buckets: it must be 2 to 256 buckets", "-j", "1", s,
+		   NULL);
+	make_fails(1, "journal of 257 buckets: it must be 2 to 256", "-j", "257", s, NULL);
+	make_fails(1, "journal of 0 buckets", "--journal-buckets=0", s, NULL);
+	make_fails(1, "invalid journal size '4k'", "-j", "4k", s, NULL);
+	make_fails(1, "invalid journal size '-4'", "-j", "-4", s, NULL);
+	make_fails(1, "invalid journal size ''", "--journal-buckets=", s, NULL);
+	make_fails(1, "invalid journal size '99999999999999999999999'", "-j",
+		   "99999999999999999999999", s, NULL);
 	make_fails(1, "No such file or directory", tpath("missing"), NULL);
 	check(access(tpath("missing"), F_OK), "missing file not created");
 	make_fails(2, "--help", "--bogus", s, NULL);
 	make_fails(2, "no device given", "-q", NULL);
 	make_fails(2, "too many arguments", s, s, NULL);
-	check(run("make-bcache", "-h", NULL) == 0 && has(out, "--wipe"),
+	check(run("make-bcache", "-h", NULL) == 0 && has(out, "--wipe") &&
+	      has(out, "--journal-buckets N"),
 	      "make-bcache -h: exit 0, usage on stdout");
 	unlink(s);
 
@@ -493,9 +575,56 @@ static void test_show_errors(void)
 
 	copy_file(c, b);
 	read_sb(b, &sb);
-	sb.version = htole32(2);
+	sb.version = htole32(1);
 	write_sb(b, &sb);
-	show_fails(b, "unsupported version 2", "version 2");
+	show_fails(b, "unsupported version 1 (this tool knows 2)", "version 1");
+	sb.version = htole32(3);
+	write_sb(b, &sb);
+	show_fails(b, "unsupported version 3", "version 3");
+
+	/* the journal's geometry (c: 128 buckets, the first for metadata) */
+	copy_file(c, b);
+	read_sb(b, &sb);
+	sb.journal_buckets = htole32(1);
+	write_sb(b, &sb);
+	show_fails(b, "journal of 1 buckets (must be 2 to 256)", "journal of 1");
+	sb.journal_buckets = htole32(257);
+	write_sb(b, &sb);
+	show_fails(b, "journal of 257 buckets", "journal of 257");
+	sb.journal_buckets = htole32(112);
+	write_sb(b, &sb);
+	show_fails(b, "only 15 data buckets besides the journal (minimum 16)",
+		   "journal leaving 15 data buckets");
+	sb.journal_buckets = htole32(4);
+	sb.journal_first = 0;
+	write_sb(b, &sb);
+	show_fails(b, "journal buckets 0 to 3 are outside the buckets [1, 128)",
+		   "journal over the metadata");
+	sb.journal_first = htole64(125);
+	write_sb(b, &sb);
+	show_fails(b, "journal buckets 125 to 128 are outside", "journal past the end");
+	sb.journal_first = htole64(124);
+	write_sb(b, &sb);
+	check(run("bcache-super-show", b, NULL) == 0 &&
+	      has(out, "sb.journal_first\t124\n"),
+	      "super-show: a journal at the last 4 buckets is fine");
+	sb.journal_first = htole64(1);
+	sb.journal_pos = htole64(4096);
+	write_sb(b, &sb);
+	show_fails(b, "journal position 4096 is not a block of the 4096 sector ring",
+		   "journal position past the ring");
+	sb.journal_pos = htole64(12);
+	write_sb(b, &sb);
+	show_fails(b, "journal position 12 is not a block", "journal position not a block");
+	sb.journal_pos = htole64(4088);
+	sb.journal_seq = htole64(77);
+	write_sb(b, &sb);
+	check(run("bcache-super-show", b, NULL) == 0 &&
+	      has(out, "sb.journal_pos\t4088\n") && has(out, "sb.journal_seq\t77\n"),
+	      "super-show: the last block of the ring, seq 77");
+	sb.journal_seq = 0;
+	write_sb(b, &sb);
+	show_fails(b, "journal seq 0 (seqs start at 1)", "journal seq 0");
 
 	copy_file(c, b);
 	read_sb(b, &sb);
@@ -596,16 +725,16 @@ static void test_root(void)
 
 	copy_file(c, b);
 	read_sb(b, &sb);
-	sb.btree_root.ptr = htole64(2 * 1024);
+	sb.btree_root.ptr = htole64(10 * 1024);
 	sb.btree_root.size = htole32(1024);
 	sb.btree_root.gen = 7;
 	sb.btree_level = htole32(1);
 	write_sb(b, &sb);
 	check(run("bcache-super-show", b, NULL) == 0 &&
-	      has(out, "btree.root\tbucket 2 gen 7 level 1 "),
+	      has(out, "btree.root\tbucket 10 gen 7 level 1 "),
 	      "btree root printed as bucket/gen/level");
 
-	sb.btree_root.ptr = htole64(2 * 1024 + 8);
+	sb.btree_root.ptr = htole64(10 * 1024 + 8);
 	write_sb(b, &sb);
 	show_fails(b, "not bucket aligned", "misaligned root");
 
@@ -613,12 +742,21 @@ static void test_root(void)
 	write_sb(b, &sb);
 	show_fails(b, "not a data bucket", "root in the metadata bucket");
 
+	sb.btree_root.ptr = htole64(4 * 1024);
+	write_sb(b, &sb);
+	show_fails(b, "btree root bucket 4 is not a data bucket", "root in a journal bucket");
+
+	/* the root is the checkpoint whatever the clean flag says */
+	sb.btree_root.ptr = htole64(10 * 1024);
 	sb.flags = 0;
 	write_sb(b, &sb);
 	check(run("bcache-super-show", b, NULL) == 0 &&
 	      has(out, "sb.flags\tdirty\n") &&
-	      has(out, "btree.root\tstale (not clean)\n"),
-	      "dirty superblock: root not trusted");
+	      has(out, "btree.root\tbucket 10 gen 7 level 1 "),
+	      "dirty superblock: the root (checkpoint) still printed");
+	sb.btree_root.ptr = htole64(10 * 1024 + 8);
+	write_sb(b, &sb);
+	show_fails(b, "not bucket aligned", "misaligned root, dirty superblock");
 	unlink(b);
 }
 

@@ -4,7 +4,7 @@
 #   dmb_load                     modprobe dm-bcache (a check)
 #   dmb_create NAME CACHE ORIGIN [OPT...]   create the target over the whole
 #                                origin; OPT are the optional args
-#   dmb_stat NAME FIELD          one status field by name (see README.md)
+#   dmb_stat NAME FIELD          one status field by name (Documentation/dm-bcache.rst)
 #   dmb_tunable NAME KEY         one tunable from the status line
 #   dmb_remove NAME              remove and refresh /dev/mapper
 #   dmesg_has TEXT               the kernel log mentions TEXT
@@ -33,11 +33,12 @@ dmb_remove() {
 	dmsetup remove "$1" && dmsetup mknodes
 }
 
-# Status fields after "<start> <len> bcache", in order (README.md).
+# Status fields after "<start> <len> bcache", in order (Documentation/dm-bcache.rst).
 DMB_FIELDS="version block_size bucket_size buckets read_hits read_misses
 write_hits write_misses bypassed dirty mode slot origin_uuid state
 btree_depth btree_nodes gc_runs hit_ratio filled_sectors retries
-cache_errors invalidations"
+cache_errors invalidations journal_seq journal_used checkpoints
+written_back"
 
 dmb_stat() {
 	local i=4 f

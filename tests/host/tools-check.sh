@@ -56,6 +56,8 @@ eq() {
 }
 
 BUCKET=$((512 * 1024))		# make-bcache's default bucket, bytes
+# A 64 MiB cache of those: bucket 0 metadata, 1-4 the journal (ring sectors
+# 0-4095), the fixture's data from bucket 5 up, its index nodes from 127 down.
 
 fresh() { # fresh NAME [make-bcache options]: a formatted 64 MiB sparse file
 	local f=$1
@@ -102,7 +104,10 @@ has "verbose: the previous bucket array copy" "^bucket array: copy 1 \(previous\
 has "verbose: the previous UUID table copy" "^UUID table: copy 1 \(previous\) ok$"
 run 0 "dump of a fresh cache" bcache-dump c
 has "dump: no index" "^# index: none"
-has "dump: all data buckets free" "^state free 127$"
+has "dump: all data buckets free" "^state free 123$"
+has "dump: the journal buckets" "^state journal 4$"
+has "dump: an empty journal" "^# journal: 0 entries, 0 keys; ends where seq 1 would be: at ring sector 0 no entry"
+eq "dump: no journal entries" 0 "$(count '^j(set|key) ')"
 has "dump: gen histogram" "^gen 0 128$"
 
 # --- superblock ------------------------------------------------------------
@@ -113,7 +118,18 @@ run 3 "corrupted superblock, --repair too" bcache-check -r sb
 
 cp --sparse=always c dirty && fixture sb dirty dirty
 run 0 "dirty superblock alone is no inconsistency" bcache-check dirty
-has "dirty: the documented note" "^note: not shut down cleanly: the kernel will invalidate the cached data at the next attach$"
+has "dirty: said, as information" "^superblock: not shut down cleanly: the next attach replays the journal over the index checkpoint$"
+hasnt "dirty: neither an error nor a note" "^(error|note):"
+
+# the journal's geometry is the superblock's: a bad one makes it unusable
+for e in jbuckets=1 jbuckets=300 jbuckets=112 jfirst=0 jfirst=125 jpos=4096 jpos=4 jseq=0; do
+	cp --sparse=always c jgeo && fixture sb jgeo "$e"
+	run 3 "superblock journal edit $e: not usable" bcache-check jgeo
+done
+has "jgeo: the reason" "journal seq 0 \(seqs start at 1\)"
+cp --sparse=always c jgeo && fixture sb jgeo jbuckets=1
+run 3 "dump refuses it too" bcache-dump jgeo
+has "dump: the reason" "journal of 1 buckets \(must be 2 to 256\)"
 
 # --- bucket array ----------------------------------------------------------
 cp --sparse=always c prio && fixture flip prio $((16 * 512 + 10))
@@ -132,6 +148,31 @@ run 1 "both bucket array copies corrupted" bcache-check prio2
 run 1 "--repair: a fresh array" bcache-check -r prio2
 has "prio2: fresh copy written" "wrote a fresh one as copy 1"
 run 0 "after the repair: consistent" bcache-check prio2
+
+# the journal's flags in the bucket array
+cp --sparse=always c jflag && fixture bucket jflag 2 0
+run 1 "a journal bucket not flagged" bcache-check jflag
+has "jflag: named" "^error: bucket array copy 0: bucket 2 is not marked as a journal bucket \(the ring is buckets 1 to 4\)$"
+run 1 "--repair: back to the previous copy" bcache-check -r jflag
+has "jflag: switched" "^repair: switched to bucket array copy 1$"
+run 0 "then consistent" bcache-check jflag
+cp --sparse=always c jflag2 && fixture bucket jflag2 10 2
+run 1 "a data bucket flagged as journal" bcache-check jflag2
+has "jflag2: named" "^error: bucket array copy 0: bucket 10 is marked as a journal bucket"
+cp --sparse=always c jflag3 && fixture bucket jflag3 0 3 && fixture bucket jflag3 5 1
+run 1 "metadata flagged journal, a data bucket flagged metadata" bcache-check jflag3
+has "jflag3: the metadata bucket" "^error: bucket array copy 0: bucket 0 is marked as a journal bucket"
+has "jflag3: the data bucket" "^error: bucket array copy 0: bucket 5 is marked as a metadata bucket"
+cp --sparse=always c jflag4 && fixture bucket jflag4 7 16
+run 1 "unknown bucket flag" bcache-check jflag4
+has "jflag4: named" "^error: bucket array copy 0: bucket 7 has unknown flags 0x10$"
+# both copies bad: the fresh copy flags the ring
+cp --sparse=always c jflag5 && fixture bucket jflag5 3 0 && fixture flip jflag5 $(((16 + 8) * 512 + 11))
+run 1 "--repair with both copies bad" bcache-check -r jflag5
+has "jflag5: fresh copy written" "wrote a fresh one as copy 1"
+run 0 "then consistent: the fresh copy flags the journal" bcache-check jflag5
+run 0 "dump agrees" bcache-dump --buckets jflag5
+has "jflag5: four journal buckets" "^state journal 4$"
 
 # --- UUID table ------------------------------------------------------------
 A=aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa
@@ -171,7 +212,7 @@ run 0 "index of 500 keys is consistent" bcache-check idx
 has "idx: counts" "^index: 1 level, 1 node, 500 live keys \(2.0 MiB in 4 buckets\), 0 dead keys$"
 run 0 "dump --btree" bcache-dump --btree idx
 eq "dump: 500 live keys" 500 "$(count '^key .* live$')"
-has "dump: the first key" "^key 0/1 0 8 1\+0 0 - live$"
+has "dump: the first key" "^key 0/1 0 8 5\+0 0 - live$"
 has "dump: the root node" "^node 0 127 0 255/16777215:18446744073709551615$"
 run 0 "dump --buckets" bcache-dump --buckets idx
 has "buckets: one btree bucket" "^state btree 1$"
@@ -193,8 +234,17 @@ cp --sparse=always idx root && fixture flip root $((127 * BUCKET + 1000))
 run 1 "corrupt root node" bcache-check root
 has "root: cannot be loaded" "^error: index: cannot be loaded: bad node at level 0 in bucket 127"
 run 1 "dump: corrupt root is exit 1" bcache-dump --btree root
-run 1 "--repair of the index: exit 1 (repaired)" bcache-check -r root
+# nothing tells whether the unreadable index held dirty data: ask for --force
+run 1 "check of it" bcache-check root
+has "root: its dirty data cannot be counted" "^dirty: unknown: the index cannot be loaded, so the dirty data it may hold .* cannot be counted$"
+sum=$(md5sum <root)
+run 1 "--repair of an unreadable index refuses without --force" bcache-check -r root
+has "root: the refusal says why" "^repair: refused: the index cannot be loaded, so its dirty data .* cannot be counted; --repair would lose all of it, and so would the next attach \(the kernel cannot use this index either, so no table can write it back\): keep a copy of the device if that data matters, then pass --force$"
+has "root: and that nothing was written" "^repair: refused: nothing was written$"
+eq "root: nothing written" "$sum" "$(md5sum <root)"
+run 1 "--repair --force of the index: exit 1 (repaired)" bcache-check -r --force root
 has "root: index dropped, slot invalidated" "^repair: dropped the index and invalidated the data of 1 UUID slot"
+has "root: the possible loss said" "^repair: --force: lost whatever dirty data the index held: the index cannot be loaded$"
 run 0 "after the repair: consistent" bcache-check root
 has "after the repair: no index" "^index: none"
 run 0 "super-show after the repair" bcache-super-show -u root
@@ -216,17 +266,24 @@ has "alias: named" "^error: bucket 127 holds an index node and 8 sectors of live
 run 1 "key pointing at the metadata" bcache-check outside
 has "outside: named" "points at cache sector 8, outside the data buckets$"
 run 1 "key crossing its bucket's end" bcache-check cross
-has "cross: named" "crosses the end of bucket 2$"
+has "cross: named" "crosses the end of bucket 6$"
 run 1 "key from a future epoch" bcache-check future
 has "future: named" "is newer than its UUID slot \(epoch 1\)"
+# clean data only: the repair needs no --force, as before
+has "alias: no dirty data" "^dirty: none: no data exists only on this cache$"
 run 1 "--repair drops the bad index" bcache-check -r alias
+has "alias: dropped, nothing dirty lost" "^repair: dropped the index and invalidated the data of 1 UUID slot \(written as UUID table copy 1\); it held no dirty data: the origins hold all the data$"
+hasnt "alias: no refusal" "^repair: (refused|--force)"
 run 0 "then consistent" bcache-check alias
 
 # a bad bucket array under an index: the index goes too
 cp --sparse=always idx pidx && fixture flip pidx $((16 * 512 + 10))
 run 1 "bad bucket array under an index" bcache-check pidx
 has "pidx: index not checked" "^index: not checked: the bucket array it depends on cannot be trusted$"
-run 1 "--repair" bcache-check -r pidx
+has "pidx: dirty data unknown" "^dirty: unknown: the index cannot be judged: the bucket array it depends on cannot be trusted, so"
+run 1 "--repair refuses: the dirty data cannot be counted" bcache-check -r pidx
+has "pidx: refused" "^repair: refused: the index cannot be judged: the bucket array it depends on cannot be trusted, so its dirty data"
+run 1 "--repair --force" bcache-check -r -f pidx
 has "pidx: switched" "^repair: switched to bucket array copy 1$"
 has "pidx: index dropped" "^repair: dropped the index"
 run 0 "then consistent" bcache-check pidx
@@ -235,7 +292,9 @@ run 0 "then consistent" bcache-check pidx
 cp --sparse=always idx uidx && fixture uuidcsum uidx
 run 1 "bad UUID table under an index" bcache-check uidx
 has "uidx: index not checked" "^index: not checked: the UUID table it depends on cannot be trusted$"
-run 1 "--repair" bcache-check -r uidx
+run 1 "--repair refuses: the dirty data cannot be counted" bcache-check -r uidx
+has "uidx: refused" "^repair: refused: the index cannot be judged: the UUID table it depends on cannot be trusted, so its dirty data"
+run 1 "--repair --force" bcache-check -r --force uidx
 has "uidx: index dropped" "^repair: dropped the index"
 run 0 "then consistent" bcache-check uidx
 run 0 "super-show agrees" bcache-super-show uidx
@@ -245,24 +304,325 @@ has "uidx: no root" "^btree.root	none$"
 cp --sparse=always idx ralign && fixture sb ralign rootptr=$((127 * 1024 + 8))
 run 1 "misaligned root" bcache-check ralign
 has "ralign: named" "btree root at sector .* is not bucket aligned"
-run 1 "--repair" bcache-check -r ralign
+run 1 "--repair refuses: the index cannot be read" bcache-check -r ralign
+has "ralign: refused" "^repair: refused: the index cannot be read: its root is invalid, so its dirty data"
+run 1 "--repair --force" bcache-check -r --force ralign
 run 0 "then consistent" bcache-check ralign
+
+# a torn set after a crash is what the kernel was appending: not corrupt
+cp --sparse=always set1 set1d && fixture sb set1d dirty
+run 0 "torn second set, not shut down cleanly" bcache-check set1d
+has "set1d: a note" "^note: index node in bucket 127 \(level 0\): set 1 fails its checksum: a torn write"
+run 0 "dump: not bad either" bcache-dump --btree set1d
+has "dump: says torn" "set 1 is torn \(not shut down cleanly\)"
+
+# a slot left attached (held at a crash): its data stands
+cp --sparse=always idx att && fixture attach att && fixture sb att dirty
+run 0 "attached slot after a crash: the journal recovers it" bcache-dump --btree att
+eq "att: every key live" 500 "$(count '^key .* live$')"
+run 0 "check agrees" bcache-check att
+has "att: 500 live keys" "^index: 1 level, 1 node, 500 live keys"
+hasnt "att: no note after a crash" "^note:"
+cp --sparse=always idx att2 && fixture attach att2
+run 0 "attached slot after a clean shutdown: odd, but its data stands" bcache-check att2
+has "att2: a note" "^note: UUID slot 0 \(.*\) is still marked attached after a clean shutdown"
+has "att2: 500 live keys" "^index: 1 level, 1 node, 500 live keys"
+
+# --- the journal ---------------------------------------------------------------
+run 0 "fresh, verbose: the journal" bcache-check -v c
+has "fresh: an empty journal" "^journal: empty: 4 buckets from bucket 1, nothing to replay at ring sector 0 \(seq 1\)$"
+has "fresh, -v: where it ends" "^journal: ends where seq 1 would be: at ring sector 0 no entry \(bad magic\)$"
+
+# over the checkpoint, after a crash: a key overridden, a new one, a hole,
+# and a key splitting an older one
+cp --sparse=always idx j1 && fixture journal j1 'd:0+8@20,d:4000+16@20+8' 'h:8+8' \
+	'd:16+4@21' >/dev/null && fixture sb j1 dirty
+run 0 "journal over the checkpoint, after a crash" bcache-check j1
+has "j1: the entries" "^journal: 3 entries \(seq 1 to 3\) from ring sector 0, 4 keys to replay over the index checkpoint$"
+has "j1: the index replayed" "^index: 1 level, 1 node, 501 live keys \(2.0 MiB in 6 buckets\), 0 dead keys; checkpoint \+ 4 journal keys$"
+run 0 "dump of it" bcache-dump j1
+has "j1: key 0 overridden" "^key 0/1 0 8 20\+0 0 - live$"
+hasnt "j1: the hole hides key 1" "^key 0/1 8 "
+has "j1: key 2 split: its new front" "^key 0/1 16 20 21\+0 0 - live$"
+has "j1: ... and its old tail" "^key 0/1 20 24 5\+20 0 - live$"
+has "j1: the new key" "^key 0/1 4000 4016 20\+8 0 - live$"
+has "j1: live sectors" "^live_sectors 4008$"
+has "j1: the first entry" "^jset 1 0 1\+0 8 2$"
+has "j1: its first key" "^jkey 0/1 0 8 20\+0 0 - live$"
+has "j1: the hole" "^jkey 0/1 8 16 0\+0 0 hole hole$"
+has "j1: the third entry" "^jset 3 16 1\+16 8 1$"
+eq "j1: journal key lines" 4 "$(count '^jkey ')"
+eq "j1: key lines are the replayed index" 501 "$(count '^key ')"
+run 0 "dump --journal alone" bcache-dump --journal j1
+eq "j1: only the journal" 0 "$(count '^(key|node|slot|state) ')"
+has "j1: the summary" "^# journal: 3 entries, 4 keys; ends where seq 4 would be"
+
+# a torn last entry ends the journal: nothing after it is replayed
+cp --sparse=always idx j2 && fixture journal j2 'd:0+8@20' 'd:8+8@20+8,torn' \
+	'd:16+8@20+16' >/dev/null && fixture sb j2 dirty
+run 0 "a torn entry ends the journal: no inconsistency" bcache-check j2
+has "j2: one entry" "^journal: 1 entry \(seq 1 to 1\)"
+has "j2: the torn one named, as normal" "^journal: ends where seq 2 would be: at ring sector 8 a checksum mismatch \(a torn write\); .* \(normal after a crash\)$"
+hasnt "j2: no error" "^error:"
+run 0 "dump of it" bcache-dump j2
+has "j2: key 0 from the journal" "^key 0/1 0 8 20\+0 0 - live$"
+has "j2: key 1 from the checkpoint" "^key 0/1 8 16 5\+8 0 - live$"
+has "j2: key 2 from the checkpoint" "^key 0/1 16 24 5\+16 0 - live$"
+
+# a wrong seq, another cache set's entry: the journal ends there too
+cp --sparse=always idx j3 && fixture journal j3 'd:0+8@20' 'd:8+8@20+8,badseq' >/dev/null
+run 0 "an entry with the wrong seq ends the journal" bcache-check j3
+has "j3: named" "^journal: ends where seq 2 would be: at ring sector 8 an entry with seq 3;"
+run 0 "dump" bcache-dump j3
+has "j3: key 1 from the checkpoint" "^key 0/1 8 16 5\+8 0 - live$"
+cp --sparse=always idx j4 && fixture journal j4 'd:0+8@20' 'd:8+8@20+8,baduuid' >/dev/null
+run 0 "another cache set's entry ends the journal" bcache-check j4
+has "j4: named" "^journal: ends where seq 2 would be: at ring sector 8 an entry of another cache set;"
+run 0 "dump" bcache-dump j4
+has "j4: key 1 from the checkpoint" "^key 0/1 8 16 5\+8 0 - live$"
+
+# an entry too big for the rest of its bucket goes to the next one; the
+# replay looks there, and only there (the fourth is two buckets on)
+cp --sparse=always c j5 && fixture journal j5 start=1016 'd:0+8@20,sectors=16' 'd:8+8@20+8' \
+	'd:16+8@20+16,skip' 'at=0,d:24+8@20+24' >/dev/null
+run 0 "entries at the start of the next bucket" bcache-check -v j5
+has "j5: the first, skipped" "^journal: entry seq 1 at ring sector 1024 \(bucket 2\+0\), 16 sectors, 1 key, at the start of the next bucket$"
+has "j5: right behind it" "^journal: entry seq 2 at ring sector 1040 \(bucket 2\+16\), 8 sectors, 1 key$"
+has "j5: skipped though it fit" "^journal: entry seq 3 at ring sector 2048 \(bucket 3\+0\), 8 sectors, 1 key, at the start of the next bucket$"
+has "j5: not two buckets on" "^journal: 3 entries \(seq 1 to 3\) from ring sector 1016, 3 keys to replay over the empty index$"
+has "j5: the index from the journal alone" "^index: 1 level, 1 node, 3 live keys \(12 KiB in 1 bucket\), 0 dead keys; no checkpoint \+ 3 journal keys$"
+run 0 "dump" bcache-dump j5
+has "j5: the skipped entry" "^jset 1 1024 2\+0 16 1$"
+eq "j5: three entries" 3 "$(count '^jset ')"
+
+# around the end of the ring: seq 7 in its last block, then ring sector 0;
+# and an entry that does not fit before the end goes to ring sector 0
+cp --sparse=always idx j6 && fixture journal j6 start=4088 seq=7 'd:0+8@20' 'd:8+8@20+8' \
+	'd:16+8@20+16' >/dev/null && fixture sb j6 dirty
+run 0 "a journal wrapping around the ring's end" bcache-check j6
+has "j6: all three" "^journal: 3 entries \(seq 7 to 9\) from ring sector 4088, 3 keys"
+run 0 "dump" bcache-dump j6
+has "j6: the last block of the ring" "^jset 7 4088 4\+1016 8 1$"
+has "j6: then ring sector 0" "^jset 8 0 1\+0 8 1$"
+has "j6: replayed" "^key 0/1 16 24 20\+16 0 - live$"
+cp --sparse=always c j7 && fixture journal j7 start=4088 'd:0+8@20,sectors=16' 'd:8+8@20+8' >/dev/null
+run 0 "an entry too big for the ring's end" bcache-check -v j7
+has "j7: at ring sector 0" "^journal: entry seq 1 at ring sector 0 \(bucket 1\+0\), 16 sectors, 1 key, at the start of the next bucket$"
+has "j7: then right behind" "^journal: entry seq 2 at ring sector 16 "
+
+# a stale journal key is dead, as a stale checkpoint key
+cp --sparse=always idx j8 && fixture journal j8 'd:5000+8@20,stale' >/dev/null
+run 0 "a stale journal key" bcache-check j8
+has "j8: counted dead" ", 1 dead keys \(1 stale-gen\); checkpoint \+ 1 journal key$"
+run 0 "dump" bcache-dump --journal j8
+has "j8: its state" "^jkey 0/1 5000 5008 20\+0 255 - dead:stale-gen$"
+
+# a replay that splits nodes: they stay in memory (the kernel writes them
+# at its next checkpoint), and a checkpoint node's bucket stays reserved
+fresh s8j -b 8k
+fixture journal s8j 'r:0+100@200' 'r:800+100@250' 'r:1600+100@300' 'r:2400+100@350' \
+	'r:3200+100@400' >/dev/null
+run 0 "500 journal keys and no checkpoint: the replay splits the root" bcache-check s8j
+has "s8j: in memory" "^index: 2 levels, 4 nodes, 500 live keys \(2.0 MiB in 250 buckets\), 0 dead keys; no checkpoint \+ 500 journal keys$"
+run 0 "dump" bcache-dump --btree s8j
+eq "s8j: nodes made by the replay" 4 "$(count '^node [01] - - ')"
+has "s8j: the new root" "^node 1 - - 255/16777215:18446744073709551615$"
+leaf=$(bcache-dump --btree s8 | awk '$1 == "node" && $2 == 0 { print $3; exit }')
+holes=$(for i in $(seq 0 99); do printf 'h:%d+2,' $((i * 8 + 2)); done)
+cp --sparse=always s8 s8k && fixture journal s8k "$holes" "d:100000+8@$leaf" >/dev/null
+run 1 "a journal key in the bucket of a checkpoint leaf the replay split" bcache-check s8k
+has "s8k: named" "^error: bucket $leaf holds an index node and 8 sectors of live data$"
+has "s8k: one node more" "^index: 2 levels, 18 nodes, "
+run 0 "dump of it" bcache-dump --btree s8k
+eq "s8k: the two halves in memory" 2 "$(count '^node 0 - - ')"
+hasnt "s8k: the split leaf is gone" "^node 0 $leaf "
+
+# journal keys the kernel refuses: the whole index is lost
+cp --sparse=always idx jbad && fixture journal jbad 'd:0+8@20' \
+	'd:8+8@0+8,d:16+8@2,d:24+8@128,d:32+8@30+1020,d:40+0@30' 'd:48+8@21' >/dev/null
+# ... and a stale entry further on, with a higher seq than any replayed
+fixture journal jbad start=2048 seq=50 'd:56+8@22' >/dev/null && fixture sb jbad jpos=0 jseq=1
+run 1 "journal keys pointing at bad places" bcache-check jbad
+has "jbad: into the metadata" "^error: journal entry seq 2 \(ring sector 8\), key 0 \(slot 0 epoch 1, sectors 8-16\): points into the metadata \(cache sector 8, 8 sectors\): the kernel drops the whole index$"
+has "jbad: into a journal bucket" "key 1 .*: points into a journal bucket \(cache sector 2048, 8 sectors\)"
+has "jbad: past the last bucket" "key 2 .*: points past the last bucket \(cache sector 131072, 8 sectors\)"
+has "jbad: across a bucket's end" "key 3 .*: crosses the end of its bucket \(cache sector 31740, 8 sectors\)"
+has "jbad: size 0" "key 4 .*: size 0 "
+has "jbad: the journal still walked" "^journal: 3 entries \(seq 1 to 3\)"
+run 1 "dump: refused keys are exit 1" bcache-dump jbad
+has "dump: refused, said so" "^# index: the journal holds a key the kernel refuses \(see the journal\): it drops the whole index; 6 key\(s\) from that one on not replayed here$"
+eq "dump: only the first key replayed" 1 "$(count '^key 0/1 0 8 20\+0 0 - live$')"
+has "dump: not the last entry's either" "^key 0/1 48 56 5\+48 0 - live$"
+has "dump: the refusal as a state" "^jkey 0/1 16 24 2\+0 0 - bad:points-into-a-journal-bucket$"
+run 1 "check of it" bcache-check jbad
+has "jbad: no dirty data, the keys after the refused one included" "^dirty: none: no data exists only on this cache$"
+run 1 "--repair: the index and the journal dropped" bcache-check -r jbad
+has "jbad: index dropped, no --force needed" "^repair: dropped the index and invalidated the data of 1 UUID slot .*; it held no dirty data: the origins hold all the data$"
+has "jbad: journal emptied past every seq on disk" "^repair: emptied the journal: the next entry goes to ring sector 24 with seq 51$"
+run 0 "then consistent" bcache-check jbad
+has "jbad: nothing to replay" "^journal: empty: 4 buckets from bucket 1, nothing to replay at ring sector 24 \(seq 51\)$"
+has "jbad: no index" "^index: none"
+run 0 "super-show agrees" bcache-super-show -u jbad
+has "jbad: journal_seq" "^sb.journal_seq	51$"
+has "jbad: journal_pos" "^sb.journal_pos	24$"
+has "jbad: epoch bumped" "^slot.0.epoch	2$"
+
+# a dirty key (writeback) is fine; a flag the journal never holds is not
+cp --sparse=always idx jdirty && fixture journal jdirty 'd:0+8@20,dirty' >/dev/null
+run 0 "a dirty journal key" bcache-check jdirty
+run 0 "dump" bcache-dump jdirty
+has "jdirty: the journal key" "^jkey 0/1 0 8 20\+0 0 dirty live$"
+has "jdirty: replayed" "^key 0/1 0 8 20\+0 0 dirty live$"
+cp --sparse=always idx jbad3 && fixture journal jbad3 'd:0+8@20,csum' >/dev/null
+run 1 "a journal key with the csum flag" bcache-check jbad3
+has "jbad3: named" "key 0 .*: has flags other than hole and dirty "
+run 1 "dump" bcache-dump --journal jbad3
+has "jbad3: its state" "^jkey 0/1 0 8 20\+0 0 csum bad:has-flags-other-than-hole-and-dirty$"
+
+# bad keys in a journal with no checkpoint: dropped just the same
+cp --sparse=always c jbad2 && fixture journal jbad2 'd:0+8@3' >/dev/null
+run 1 "a journal key into the journal, no checkpoint" bcache-check jbad2
+run 1 "--repair" bcache-check -r jbad2
+has "jbad2: journal emptied" "^repair: emptied the journal: the next entry goes to ring sector 8 with seq 2$"
+run 0 "then consistent" bcache-check jbad2
+
+# a checkpoint key into a journal bucket is a bad pointer as well
+cp --sparse=always idx jroot && fixture journal jroot 'd:0+8@127' >/dev/null
+run 1 "a journal key into the checkpoint's root node" bcache-check jroot
+has "jroot: named" "^error: bucket 127 holds an index node and 8 sectors of live data$"
+
+# a bad bucket array under a journal alone: the index (the journal) goes too
+cp --sparse=always j5 jprio && fixture flip jprio $((16 * 512 + 10))
+run 1 "bad bucket array under a journal" bcache-check jprio
+has "jprio: index not checked" "^index: not checked: the bucket array it depends on cannot be trusted$"
+run 1 "--repair refuses: the dirty data cannot be counted" bcache-check -r jprio
+has "jprio: refused" "^repair: refused: nothing was written$"
+run 1 "--repair --force" bcache-check -r --force jprio
+has "jprio: index dropped" "^repair: dropped the index"
+has "jprio: journal emptied" "^repair: emptied the journal: the next entry goes to ring sector 2056 with seq 5$"
+run 0 "then consistent" bcache-check jprio
+
+# --- dirty data (writeback) -------------------------------------------------
+# Live dirty keys, per slot: 10 dirty checkpoint keys of slot 0, the first
+# overridden by a clean journal key, another dirty one from the journal; a
+# dirty key of slot 1 half hidden by a hole; a stale and an old-epoch dirty
+# key, dead: not counted.
+U0=f1f1f1f1-0000-4000-8000-000000000001
+U1=f1f1f1f1-0000-4000-8000-000000000002
+cp --sparse=always c wb && fixture index wb keys=100 dirty=10 >/dev/null &&
+	fixture journal wb 'slot=1,d:0+16@20,dirty' 'd:100+8@21,dirty' 'slot=1,h:8+8' \
+	'd:0+8@22' 'd:200+8@23,dirty,stale' 'd:300+8@24,dirty,epoch=0' >/dev/null
+run 0 "dirty data is no inconsistency" bcache-check wb
+has "wb: slot 0" "^dirty: slot 0 \(uuid $U0\): 80 sectors \(40 KiB\) exist only on this cache: not yet written back to the origin$"
+has "wb: slot 1, less what the hole hides" "^dirty: slot 1 \(uuid $U1\): 8 sectors \(4 KiB\) exist only on this cache"
+has "wb: the total" "^dirty: 88 sectors \(44 KiB\) in total, in 2 slots$"
+eq "wb: a line per slot holding dirty data" 2 "$(count '^dirty: slot ')"
+has "wb: the dead dirty keys counted dead" ", 2 dead keys \(1 stale-gen, 1 old-epoch\);"
+hasnt "wb: neither an error nor a note" "^(error|note):"
+run 0 "dump of it" bcache-dump wb
+has "wb dump: dirty sectors" "^dirty_sectors 88$"
+eq "wb dump: live dirty keys" 11 "$(count '^key .* dirty live$')"
+has "wb dump: key 0 clean now" "^key 0/1 0 8 22\+0 0 - live$"
+has "wb dump: slot 1's key, cut by the hole" "^key 1/1 0 8 20\+0 0 dirty live$"
+has "wb dump: the stale dirty key" "^key 0/1 200 208 23\+0 255 dirty dead:stale-gen$"
+has "wb dump: the old-epoch dirty key" "^key 0/0 300 308 24\+0 0 dirty dead:old-epoch$"
+run 0 "no dirty data in a clean index" bcache-check idx
+has "idx: none" "^dirty: none: no data exists only on this cache$"
+run 0 "dump: none either" bcache-dump --buckets idx
+has "idx dump: 0 dirty sectors" "^dirty_sectors 0$"
+run 0 "no index: no dirty line" bcache-check c
+hasnt "c: no dirty line" "^dirty:"
+sum=$(md5sum <wb)
+run 0 "--repair of a consistent cache holding dirty data: nothing to do" bcache-check -r wb
+hasnt "wb: no repair line" "^repair:"
+eq "wb: nothing written" "$sum" "$(md5sum <wb)"
+run 2 "--force without --repair" bcache-check --force wb
+has "--force alone: says why" "^bcache-check: --force only goes with --repair$"
+
+# a bad index holding dirty data: --repair refuses and writes nothing
+cp --sparse=always c wa && fixture index wa keys=100 dirty=10 alias >/dev/null
+run 1 "a bad index with dirty data" bcache-check wa
+has "wa: the dirty data counted" "^dirty: 80 sectors \(40 KiB\) in total, in 1 slot$"
+sum=$(md5sum <wa)
+run 1 "--repair refuses to lose dirty data" bcache-check -r wa
+has "wa: the refusal" "^repair: refused: 80 dirty sectors of slot 0 \(uuid $U0\) exist only on this cache; --repair would lose them: write them back first \(dmsetup message <dev> 0 flush\) or pass --force$"
+has "wa: nothing written, said" "^repair: refused: nothing was written$"
+hasnt "wa: nothing dropped" "^repair: dropped"
+eq "wa: nothing written" "$sum" "$(md5sum <wa)"
+run 1 "-q: refused just the same" bcache-check -r -q wa
+eq "wa: quiet" "" "$(cat out)"
+eq "wa: still nothing written" "$sum" "$(md5sum <wa)"
+run 1 "--repair --force" bcache-check -r --force wa
+has "wa: dropped" "^repair: dropped the index and invalidated the data of 1 UUID slot \(written as UUID table copy 1\)$"
+has "wa: the loss, per slot" "^repair: --force: lost 80 dirty sectors of slot 0 \(uuid $U0\) that existed only on this cache: its origin misses them$"
+has "wa: the loss in total" "^repair: --force: lost 80 dirty sectors \(40 KiB\) in total$"
+run 0 "then consistent" bcache-check wa
+has "wa: no index" "^index: none"
+
+# a corrupt set after a clean shutdown: its keys cannot be counted
+cp --sparse=always c ws && fixture index ws keys=100 flushes=2 dirty=100 >/dev/null &&
+	fixture flip ws $((127 * BUCKET + 4096 + 200))
+run 1 "a corrupt set, dirty data in the rest" bcache-check ws
+has "ws: a lower bound" "^dirty: slot 0 \(uuid $U0\): at least 400 sectors \(200 KiB\) exist only on this cache"
+has "ws: and why" "^dirty: at least 400 sectors \(200 KiB\) in total, in 1 slot: set 1 of the index node in bucket 127 is corrupt: its keys cannot be counted$"
+sum=$(md5sum <ws)
+run 1 "--repair refuses" bcache-check -r ws
+has "ws: the refusal" "^repair: refused: at least 400 dirty sectors of slot 0 \(uuid $U0\) exist only on this cache; --repair would lose them: write them back first"
+has "ws: the set too" "^repair: refused: set 1 of the index node in bucket 127 is corrupt: its keys cannot be counted; --repair would lose whatever dirty data is among them too$"
+eq "ws: nothing written" "$sum" "$(md5sum <ws)"
+run 1 "--repair --force" bcache-check -r --force ws
+has "ws: the loss" "^repair: --force: lost at least 400 dirty sectors \(200 KiB\) in total$"
+has "ws: and the uncounted keys" "^repair: --force: lost whatever dirty data was among the keys not counted: set 1 "
+run 0 "then consistent" bcache-check ws
+# ... even with no dirty key in the rest: those keys may have been dirty
+cp --sparse=always set1 set1r
+run 1 "a corrupt set, clean data in the rest: refused too" bcache-check -r set1r
+has "set1r: why" "^repair: refused: set 1 of the index node in bucket 127 is corrupt: its keys cannot be counted; --repair would lose whatever dirty data is among them too: write it back first \(dmsetup message <dev> 0 flush\) or pass --force$"
+run 1 "--repair --force" bcache-check -r --force set1r
+run 0 "then consistent" bcache-check set1r
+
+# a journal key the kernel refuses: the next attach drops the index too, and
+# the dirty keys after it are lost with it: counted
+cp --sparse=always idx wj && fixture journal wj 'd:0+8@20,dirty' 'd:8+8@0+8' \
+	'slot=1,d:16+8@21,dirty' >/dev/null
+run 1 "dirty journal keys around a refused one" bcache-check wj
+has "wj: slot 0, before it" "^dirty: slot 0 \(uuid $U0\): 8 sectors "
+has "wj: slot 1, after it" "^dirty: slot 1 \(uuid $U1\): 8 sectors "
+has "wj: the total" "^dirty: 16 sectors \(8 KiB\) in total, in 2 slots$"
+sum=$(md5sum <wj)
+run 1 "--repair refuses" bcache-check -r wj
+has "wj: no table can write them back" "^repair: refused: 8 dirty sectors of slot 1 \(uuid $U1\) exist only on this cache; --repair would lose them, and so would the next attach \(the kernel cannot use this index either, so no table can write them back\): keep a copy of the device if that data matters, then pass --force$"
+eq "wj: two slots refused" 2 "$(count '^repair: refused: 8 dirty sectors of slot ')"
+eq "wj: nothing written" "$sum" "$(md5sum <wj)"
+run 1 "--repair --force" bcache-check -r --force wj
+has "wj: both slots invalidated" "^repair: dropped the index and invalidated the data of 2 UUID slots "
+has "wj: slot 0's loss" "^repair: --force: lost 8 dirty sectors of slot 0 \(uuid $U0\)"
+has "wj: slot 1's loss" "^repair: --force: lost 8 dirty sectors of slot 1 \(uuid $U1\)"
+has "wj: in total" "^repair: --force: lost 16 dirty sectors \(8 KiB\) in total$"
+run 0 "then consistent" bcache-check wj
+# a bad bucket array copy alone, no index: nothing dirty at stake, no --force
+cp --sparse=always c wpr && fixture flip wpr $((16 * 512 + 10))
+run 1 "--repair of a bad bucket array, no index" bcache-check -r wpr
+has "wpr: switched" "^repair: switched to bucket array copy 1$"
 
 # --- seeded damage: 1-4 random bytes in the superblock, the metadata copies or
 # the node buckets of a two-level index. bcache-check never crashes, exits 0, 1
 # or 3, and after --repair the device is consistent unless the repair refused.
+# A refusal for dirty data writes nothing; --force then repairs.
 fresh fz -b 8k
-fixture index fz keys=1500 flushes=3 stale=3 >/dev/null
+fixture index fz keys=1500 flushes=3 stale=3 dirty=40 >/dev/null
+fixture journal fz 'r:0+100@2000' 'r:800+100@2100,dirty' 'h:3+200' 'r:1600+100@2200' >/dev/null
 meta_end=$(($(bcache-super-show fz | sed -n 's/^first_bucket	//p') * 8192))
 RANDOM=42
-codes=() crashed=0 unrepaired=0
+codes=() crashed=0 unrepaired=0 forced=0 wrote=0
 for i in $(seq 1 60); do
 	cp --sparse=always fz f
 	n=$((RANDOM % 4 + 1))	# here: a subshell would reseed RANDOM
 	for _ in $(seq "$n"); do
-		case $((RANDOM % 4)) in
+		case $((RANDOM % 5)) in
 		0) off=$((4096 + RANDOM % 4096)) ;;
 		1) off=$((8192 + (RANDOM * 32768 + RANDOM) % (meta_end - 8192))) ;;
+		2) off=$((meta_end + RANDOM % (4 * 8192))) ;;	# the journal entries
 		*) off=$(((8191 - RANDOM % 16) * 8192 + RANDOM % 8192)) ;;
 		esac
 		fixture flip f "$off"
@@ -278,7 +638,16 @@ for i in $(seq 1 60); do
 		continue
 	fi
 	[ "$rc" -eq 1 ] || continue
+	sum=$(md5sum <f)
 	bcache-check -r f >out 2>&1
+	if grep -q '^repair: refused: nothing was written$' out; then
+		if [ "$(md5sum <f)" != "$sum" ]; then
+			wrote=$((wrote + 1))
+			bad "damage $i: a refused repair wrote"
+		fi
+		forced=$((forced + 1))
+		bcache-check -r --force f >out 2>&1
+	fi
 	grep -q '^repair: refused' out && continue
 	bcache-check f >out 2>&1 || {
 		unrepaired=$((unrepaired + 1))
@@ -288,6 +657,8 @@ for i in $(seq 1 60); do
 done
 eq "seeded damage: no crash" 0 "$crashed"
 eq "seeded damage: every repair leaves a consistent device" 0 "$unrepaired"
+eq "seeded damage: no refused repair wrote" 0 "$wrote"
+echo "note: seeded damage: $forced repairs refused for dirty data, then forced"
 echo "note: seeded damage exit codes: $(printf '%s\n' "${codes[@]}" | sort | uniq -c | tr -s ' \n' ' ')"
 
 # --- probe-bcache ------------------------------------------------------------
@@ -297,6 +668,7 @@ run 0 "probe --export" probe-bcache --export lab
 has "probe: ID_FS_TYPE" "^ID_FS_TYPE=dm_bcache$"
 has "probe: ID_FS_UUID is the device uuid" "^ID_FS_UUID=$dev_uuid$"
 has "probe: ID_FS_UUID_ENC" "^ID_FS_UUID_ENC=$dev_uuid$"
+has "probe: ID_FS_VERSION" "^ID_FS_VERSION=2$"
 has "probe: set uuid" "^DM_BCACHE_SET_UUID=0123abcd-4567-89ab-cdef-0123456789ab$"
 has "probe: label made safe" "^ID_FS_LABEL=my_cache_1$"
 has "probe: label encoded" '^ID_FS_LABEL_ENC=my\\x20cache\\x201$'

@@ -1,6 +1,7 @@
 # Cache modes, from the table and by message: writearound caches reads
 # only, none caches nothing, writes are punched out in every mode so a
-# switch never exposes stale data; writeback is refused until it exists.
+# switch never exposes stale data; writeback (writeback.sh) needs
+# origin_uuid, and switching through it keeps the data right.
 # disks: cache=64M origin=64M
 . /tests/guest/dmb.sh
 
@@ -16,8 +17,8 @@ dmb_load
 check "format" make-bcache -q "$cache"
 check "origin data" fio --name=p --filename="$origin" --rw=write --bs=64k --size=64M \
 	--verify=crc32c --do_verify=0 --output=/tmp/p
-check_fails "cache_mode writeback refused" dmb_create c "$cache" "$origin" cache_mode writeback
-check "with a clear message" dmesg_has "cache_mode writeback is not supported yet"
+check_fails "writeback without origin_uuid refused" dmb_create c "$cache" "$origin" cache_mode writeback
+check "with a clear message" dmesg_has "cache_mode writeback needs origin_uuid"
 check_fails "unknown cache_mode refused" dmb_create c "$cache" "$origin" cache_mode fast
 dmsetup remove c 2>/dev/null
 
@@ -45,7 +46,15 @@ check "what none wrote is read back" dmb_same /dev/mapper/c "$origin"
 f1=$(dmb_stat c filled_sectors)
 check "writes in writethrough" wr
 check "writethrough: writes filled" test "$(dmb_stat c filled_sectors)" -gt "$f1"
-check_fails "writeback by message refused" dmsetup message c 0 cache_mode writeback
-check_eq "mode unchanged" writethrough "$(dmb_stat c mode)"
+check "writeback by message" dmsetup message c 0 cache_mode writeback
+check_eq "mode writeback" writeback "$(dmb_stat c mode)"
+check "writes in writeback" wr
+check "writeback: writes are dirty" test "$(dmb_stat c dirty)" -gt 0
+check "switch to writearound writes back" dmsetup message c 0 cache_mode writearound
+check_eq "writearound: nothing dirty" 0 "$(dmb_stat c dirty)"
 check "device equals origin" dmb_same /dev/mapper/c "$origin"
+check "remove" dmb_remove c
+check "ephemeral table" dmb_create c "$cache" "$origin"
+check_fails "writeback by message needs origin_uuid" dmsetup message c 0 cache_mode writeback
+check_eq "mode unchanged" writethrough "$(dmb_stat c mode)"
 check "remove" dmb_remove c

@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-bcache: the journal.
+ *
+ * Every key inserted into the index is also appended to an entry in
+ * memory; entries are written one at a time, in order, to a ring of
+ * buckets (the format is in bcache_ondisk.h). At open the entries since
+ * the last checkpoint are replayed over it, so the index survives a
+ * crash. A checkpoint (index.c) writes the index and moves the replay
+ * start past everything written so far, which frees the ring.
+ *
+ * Ordering: entries go out with PREFLUSH|FUA, so cached data a key points
+ * to is durable before the key, and a write that punched cached data out
+ * of the index is held here (parked) until the hole is durable: only then
+ * may the origin get new data that the old cached copy would contradict.
+ *
+ * When the ring or both buffers are full the journal overflows: keys are
+ * left out (the index has them) and parked writes wait for the next
+ * checkpoint instead, which writes the index itself. What is on disk is
+ * then still a prefix of the insert order, so a replay is always a state
+ * the index had.
+ */
+#include <linux/slab.h>
+
+#include "bset.h"
+#include "dm-bcache.h"
+
+/* Keys without a parked write may wait this long for company. */
+#define BCH_JOURNAL_DELAY	msecs_to_jiffies(20)
+
+static void bch_journal_write_work(struct work_struct *work);
+static void bch_journal_done_work(struct work_struct *work);
+
+static u32 bch_jset_bytes(u32 nkeys)
+{
+	return sizeof(struct bch_jset_disk) + nkeys * sizeof(struct bch_bkey_disk);
+}
+
+static void bch_journal_want_cp(struct bch_cache_set *set)
+{
+	queue_work(set->wq, &set->gc_work);
+}
+
+bool bch_journal_want_checkpoint(struct bch_cache_set *set)
+{
+	struct bch_journal *j = &set->journal;
+
+	return READ_ONCE(j->overflow) ||
+	       READ_ONCE(j->used) > j->ring_sectors / 2;
+}
+
+int bch_journal_init(struct bch_cache_set *set)
+{
+	struct bch_journal *j = &set->journal;
+	struct bch_sb_disk *sb = set->sb;
+	unsigned int i;
+
+	j->set = set;
+	spin_lock_init(&j->lock);
+	init_waitqueue_head(&j->idle);
+	bio_list_init(&j->cp_waiters);
+	INIT_DELAYED_WORK(&j->write_work, bch_journal_write_work);
+	INIT_WORK(&j->done_work, bch_journal_done_work);
+	j->ring_start = le64_to_cpu(sb->journal_first) * set->bucket_size;
+	j->ring_sectors = (u64)le32_to_cpu(sb->journal_buckets) *
+		set->bucket_size;
+	j->max_sectors = min_t(u32, BCH_JSET_MAX_SECTORS, set->bucket_size);
+	j->max_keys = bch_jset_max_keys(j->max_sectors);
+	j->seq = le64_to_cpu(sb->journal_seq);
+	j->pos = le64_to_cpu(sb->journal_pos);
+	for (i = 0; i < ARRAY_SIZE(j->buf); i++) {
+		j->buf[i].data = (void *)__get_free_pages(GFP_KERNEL | __GFP_ZERO,
+				get_order(BCH_JSET_MAX_SECTORS << SECTOR_SHIFT));
+		if (!j->buf[i].data)
+			return -ENOMEM;
+		bio_list_init(&j->buf[i].waiters);
+	}
+	j->cur = &j->buf[0];
+	j->wq = alloc_workqueue("dm-bcache-journal", WQ_MEM_RECLAIM | WQ_HIGHPRI,
+				1);
+	return j->wq ? 0 : -ENOMEM;
+}
+
+void bch_journal_exit(struct bch_cache_set *set)
+{
+	struct bch_journal *j = &set->journal;
+	unsigned int i;
+
+	if (j->wq) {
+		cancel_delayed_work_sync(&j->write_work);
+		destroy_workqueue(j->wq);
+	}
+	for (i = 0; i < ARRAY_SIZE(j->buf); i++)
+		free_pages((unsigned long)j->buf[i].data,
+			   get_order(BCH_JSET_MAX_SECTORS << SECTOR_SHIFT));
+}
+
+/* Reading, at open. */
+
+/* The number of keys of a good entry with @seq in @d (@room sectors), or -1. */
+static int bch_jset_good(struct bch_cache_set *set, struct bch_jset_disk *d,
+			 u64 seq, u32 room)
+{
+	u32 sectors = le32_to_cpu(d->sectors), nkeys = le32_to_cpu(d->nkeys);
+
+	if (le32_to_cpu(d->magic) != BCH_JSET_MAGIC ||
+	    memcmp(d->set_uuid, set->sb->set_uuid, sizeof(d->set_uuid)) ||
+	    le64_to_cpu(d->seq) != seq || !sectors || sectors > room ||
+	    sectors & (set->block_size - 1) ||
+	    nkeys > bch_jset_max_keys(sectors))
+		return -1;
+	if (bch_crc32c((u8 *)d + sizeof(d->csum),
+		       bch_jset_bytes(nkeys) - sizeof(d->csum)) !=
+	    le32_to_cpu(d->csum))
+		return -1;
+	return nkeys;
+}
+
+/* A replayed key must point inside one data bucket (holes point nowhere). */
+static bool bch_jkey_ok(struct bch_cache_set *set, const struct bch_bkey *k)
+{
+	u64 bucket = k->ptr / set->bucket_size;
+
+	if (!k->size || k->end < k->size ||
+	    k->flags & ~(BCH_KEY_HOLE | BCH_KEY_DIRTY))
+		return false;
+	if (k->flags & BCH_KEY_HOLE)
+		return true;
+	return bucket >= set->first_bucket && bucket < set->nbuckets &&
+	       !(set->buckets[bucket].flags &
+		 (BCH_BUCKET_META | BCH_BUCKET_JOURNAL)) &&
+	       k->ptr % set->bucket_size + k->size <= set->bucket_size;
+}
+
+/* Read the good entry with @seq at ring sector @pos into the first buffer. */
+static int bch_jset_read(struct bch_cache_set *set, u64 pos, u64 seq)
+{
+	struct bch_journal *j = &set->journal;
+	u32 room = min_t(u64, j->max_sectors,
+			 set->bucket_size - pos % set->bucket_size);
+	int r;
+
+	r = bch_meta_io(set, REQ_OP_READ, j->ring_start + pos, j->buf[0].data,
+			(size_t)room << SECTOR_SHIFT);
+	if (r)
+		return r;
+	return bch_jset_good(set, j->buf[0].data, seq, room) < 0 ? -ENOENT : 0;
+}
+
+/*
+ * Walk the entries from the superblock's replay start, calling @fn for
+ * every key in order, and say in @end where the journal ends. After a
+ * bad key or an error of @fn, @fn is not called again but the walk goes
+ * on to the end. Returns the first error of @fn or of a key, or -EIO.
+ */
+int bch_journal_walk(struct bch_cache_set *set,
+		     int (*fn)(struct bch_cache_set *set,
+			       const struct bch_bkey *k, void *arg),
+		     void *arg, struct bch_jpos *end)
+{
+	struct bch_journal *j = &set->journal;
+	struct bch_jset_disk *d = j->buf[0].data;
+	u64 pos = le64_to_cpu(set->sb->journal_pos), used = 0, skip;
+	struct bch_bkey k;
+	int r, err = 0;
+	u32 i;
+
+	memset(end, 0, sizeof(*end));
+	end->seq = le64_to_cpu(set->sb->journal_seq);
+	end->pos = pos;
+	while (used < j->ring_sectors) {
+		r = bch_jset_read(set, pos, end->seq);
+		skip = 0;
+		if (r == -ENOENT && pos % set->bucket_size) {
+			/* The writer moves on to the next bucket when full. */
+			skip = set->bucket_size - pos % set->bucket_size;
+			if (used + skip >= j->ring_sectors)
+				break;
+			r = bch_jset_read(set, (pos + skip) % j->ring_sectors,
+					  end->seq);
+		}
+		if (r == -ENOENT)
+			break;
+		if (r)
+			return -EIO;
+		pos = (pos + skip) % j->ring_sectors;
+		for (i = 0; i < le32_to_cpu(d->nkeys); i++) {
+			bch_bkey_unpack(&k, &d->keys[i]);
+			if (!err && !bch_jkey_ok(set, &k))
+				err = -EINVAL;
+			if (!err)
+				err = fn(set, &k, arg);
+		}
+		used += skip + le32_to_cpu(d->sectors);
+		pos = (pos + le32_to_cpu(d->sectors)) % j->ring_sectors;
+		end->keys += le32_to_cpu(d->nkeys);
+		end->entries++;
+		end->seq++;
+		end->pos = pos;
+		end->used = used;
+	}
+	return err;
+}
+
+/* Appending; once the index is loaded. */
+
+void bch_journal_start(struct bch_cache_set *set, const struct bch_jpos *end)
+{
+	struct bch_journal *j = &set->journal;
+
+	j->seq = end->seq;
+	j->pos = end->pos;
+	j->used = end->used;
+}
+
+/*
+ * Seal the current entry: give it its place in the ring and make it the
+ * one to write. False if the ring has no room: the journal overflows.
+ */
+static bool bch_journal_seal(struct bch_journal *j)
+{
+	struct bch_cache_set *set = j->set;
+	struct bch_jbuf *jb = j->cur;
+	struct bch_jset_disk *d = jb->data;
+	u32 block = set->block_size << SECTOR_SHIFT;
+	u64 skip = 0;
+
+	lockdep_assert_held(&j->lock);
+	jb->sectors = round_up(bch_jset_bytes(jb->nkeys), block) >> SECTOR_SHIFT;
+	if (j->pos % set->bucket_size + jb->sectors > set->bucket_size)
+		skip = set->bucket_size - j->pos % set->bucket_size;
+	if (j->used + skip + jb->sectors > j->ring_sectors)
+		return false;
+
+	j->pos = (j->pos + skip) % j->ring_sectors;
+	jb->sector = j->ring_start + j->pos;
+	d->magic = cpu_to_le32(BCH_JSET_MAGIC);
+	d->seq = cpu_to_le64(j->seq);
+	d->nkeys = cpu_to_le32(jb->nkeys);
+	d->sectors = cpu_to_le32(jb->sectors);
+	memcpy(d->set_uuid, set->sb->set_uuid, sizeof(d->set_uuid));
+	memset((u8 *)d + bch_jset_bytes(jb->nkeys), 0,
+	       (jb->sectors << SECTOR_SHIFT) - bch_jset_bytes(jb->nkeys));
+	d->csum = cpu_to_le32(bch_crc32c((u8 *)d + sizeof(d->csum),
+					 bch_jset_bytes(jb->nkeys) -
+					 sizeof(d->csum)));
+	j->pos = (j->pos + jb->sectors) % j->ring_sectors;
+	j->used += skip + jb->sectors;
+	j->seq++;
+	j->wbuf = jb;
+	j->cur = jb == &j->buf[0] ? &j->buf[1] : &j->buf[0];
+	j->cur->nkeys = 0;
+	return true;
+}
+
+/* Leave the current entry's keys to the checkpoint, and its writes too. */
+static void bch_journal_overflow(struct bch_journal *j)
+{
+	lockdep_assert_held(&j->lock);
+	bio_list_merge(&j->cp_waiters, &j->cur->waiters);
+	bio_list_init(&j->cur->waiters);
+	j->cur->nkeys = 0;
+	if (!j->overflow) {
+		j->overflow = true;
+		j->overflows++;
+	}
+	bch_journal_want_cp(j->set);
+}
+
+static void bch_journal_endio(struct bio *bio)
+{
+	struct bch_journal *j = bio->bi_private;
+
+	if (bio->bi_status)
+		bch_cache_io_error(j->set, true);
+	queue_work(j->wq, &j->done_work);
+}
+
+static void bch_journal_submit(struct bch_journal *j, struct bch_jbuf *jb)
+{
+	struct bch_cache_set *set = j->set;
+	u32 bytes = jb->sectors << SECTOR_SHIFT, off;
+
+	if (bch_cache_failed(set)) {
+		/* Nothing can be made durable: only let the writes go. */
+		queue_work(j->wq, &j->done_work);
+		return;
+	}
+	bio_init(&jb->bio, set->bdev, jb->bvecs, ARRAY_SIZE(jb->bvecs),
+		 REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA | REQ_SYNC | REQ_META);
+	jb->bio.bi_iter.bi_sector = jb->sector;
+	for (off = 0; off < bytes; off += PAGE_SIZE)
+		__bio_add_page(&jb->bio, virt_to_page((u8 *)jb->data + off),
+			       min_t(u32, PAGE_SIZE, bytes - off), 0);
+	jb->bio.bi_end_io = bch_journal_endio;
+	jb->bio.bi_private = j;
+	submit_bio(&jb->bio);
+}
+
+/* Write the current entry if it has keys and nothing else is in flight. */
+static void bch_journal_write(struct bch_journal *j)
+{
+	struct bch_jbuf *jb = NULL;
+
+	spin_lock(&j->lock);
+	if (!j->wbuf && !j->blocked && j->cur->nkeys && !bch_journal_seal(j))
+		bch_journal_overflow(j);
+	if (j->wbuf && !j->submitted) {
+		jb = j->wbuf;
+		j->submitted = true;
+	}
+	spin_unlock(&j->lock);
+	if (jb)
+		bch_journal_submit(j, jb);
+	if (bch_journal_want_checkpoint(j->set))
+		bch_journal_want_cp(j->set);
+}
+
+static void bch_journal_write_work(struct work_struct *work)
+{
+	bch_journal_write(container_of(to_delayed_work(work),
+				       struct bch_journal, write_work));
+}
+
+static void bch_submit_list(struct bio_list *list)
+{
+	struct bio *bio;
+
+	while ((bio = bio_list_pop(list)))
+		bch_release_bio(bio);
+}
+
+static void bch_journal_done_work(struct work_struct *work)
+{
+	struct bch_journal *j = container_of(work, struct bch_journal,
+					     done_work);
+	struct bio_list done;
+
+	spin_lock(&j->lock);
+	done = j->wbuf->waiters;
+	bio_list_init(&j->wbuf->waiters);
+	j->wbuf = NULL;
+	j->submitted = false;
+	j->entries++;
+	spin_unlock(&j->lock);
+	wake_up(&j->idle);
+	bch_submit_list(&done);
+	bch_journal_write(j);
+}
+
+/*
+ * Journal @k, just inserted into the index (the btree lock is held for
+ * write, so entries follow insert order). @waiter, if any, is a bio that
+ * must not be issued before @k is durable: it is parked and sent on
+ * from here.
+ */
+void bch_journal_add(struct bch_cache_set *set, const struct bch_bkey *k,
+		     struct bio *waiter)
+{
+	struct bch_journal *j = &set->journal;
+	bool now = waiter;
+	struct bch_jbuf *jb;
+
+	lockdep_assert_held_write(&set->btree_lock);
+	spin_lock(&j->lock);
+	if (!j->overflow && j->cur->nkeys == j->max_keys) {
+		/* Full: seal it for the worker, or give up on the journal. */
+		if (j->wbuf || j->blocked || !bch_journal_seal(j))
+			bch_journal_overflow(j);
+		now = true;
+	}
+	if (j->overflow) {
+		if (waiter)
+			bio_list_add(&j->cp_waiters, waiter);
+		spin_unlock(&j->lock);
+		return;
+	}
+	jb = j->cur;
+	bch_bkey_pack(&jb->data->keys[jb->nkeys++], k);
+	if (waiter)
+		bio_list_add(&jb->waiters, waiter);
+	spin_unlock(&j->lock);
+
+	if (now)
+		mod_delayed_work(j->wq, &j->write_work, 0);
+	else
+		queue_delayed_work(j->wq, &j->write_work, BCH_JOURNAL_DELAY);
+}
+
+/*
+ * Park @bio until every key added so far is durable; false if they all
+ * are already. Entries are written in order, so the last one will do.
+ */
+bool bch_journal_barrier(struct bch_cache_set *set, struct bio *bio)
+{
+	struct bch_journal *j = &set->journal;
+	bool parked = true;
+
+	spin_lock(&j->lock);
+	if (j->overflow)
+		bio_list_add(&j->cp_waiters, bio);
+	else if (j->cur->nkeys)
+		bio_list_add(&j->cur->waiters, bio);
+	else if (j->wbuf)
+		bio_list_add(&j->wbuf->waiters, bio);
+	else
+		parked = false;
+	spin_unlock(&j->lock);
+	if (parked)
+		mod_delayed_work(j->wq, &j->write_work, 0);
+	return parked;
+}
+
+/* A flush came: write what is pending now rather than later. */
+void bch_journal_kick(struct bch_cache_set *set)
+{
+	struct bch_journal *j = &set->journal;
+
+	if (READ_ONCE(j->cur->nkeys))
+		mod_delayed_work(j->wq, &j->write_work, 0);
+}
+
+/*
+ * A checkpoint is about to write the index (btree lock held for write, so
+ * no key is added meanwhile): wait for the entry in flight, and hand the
+ * current one's keys and writes to the checkpoint. Replay will start at
+ * *@seq, *@pos.
+ */
+void bch_journal_checkpoint_start(struct bch_cache_set *set, u64 *seq,
+				  u64 *pos)
+{
+	struct bch_journal *j = &set->journal;
+
+	lockdep_assert_held_write(&set->btree_lock);
+	spin_lock(&j->lock);
+	j->blocked = true;
+	spin_unlock(&j->lock);
+	wait_event(j->idle, !READ_ONCE(j->wbuf));
+
+	spin_lock(&j->lock);
+	bio_list_merge(&j->cp_waiters, &j->cur->waiters);
+	bio_list_init(&j->cur->waiters);
+	j->cur->nkeys = 0;
+	*seq = j->seq;
+	*pos = j->pos;
+	spin_unlock(&j->lock);
+}
+
+/*
+ * The checkpoint is durable (@ok) or failed. Either way the writes it
+ * held go on: a failed checkpoint has invalidated what they would
+ * contradict (index.c).
+ */
+void bch_journal_checkpoint_end(struct bch_cache_set *set, bool ok)
+{
+	struct bch_journal *j = &set->journal;
+	struct bio_list waiters;
+
+	spin_lock(&j->lock);
+	if (ok) {
+		j->used = 0;
+		j->overflow = false;
+	}
+	j->blocked = false;
+	waiters = j->cp_waiters;
+	bio_list_init(&j->cp_waiters);
+	spin_unlock(&j->lock);
+	bch_submit_list(&waiters);
+	bch_journal_kick(set);
+}

@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-bcache: writing dirty data back to the origin.
+ *
+ * In writeback mode a write goes to the cache only, under a dirty key.
+ * A worker per target walks the index in origin order from a cursor,
+ * takes a batch of dirty extents, copies them from the cache to the
+ * origin, flushes the origin and only then marks the keys clean, and
+ * only those still the same: a newer write may have replaced one
+ * meanwhile. Reclaim never invalidates a bucket holding dirty data.
+ *
+ * A batch must never land on the origin after a newer write to the same
+ * range. So it takes no extent where a write is in flight (track.c), and
+ * while it runs, a write bound for the origin (bypass, unaligned, a cache
+ * full of dirty data) that overlaps it waits for it (bch_writeback_park).
+ * Both checks are made under the writeback lock, after the write was
+ * counted in, so one of the two always sees the other.
+ *
+ * Rate: above writeback_percent of the cache dirty, or when someone waits
+ * for a flush, batches follow each other; below, one batch a second, so
+ * dirty data drains when the origin is idle.
+ */
+#include <linux/blkdev.h>
+#include <linux/vmalloc.h>
+
+#include "dm-bcache.h"
+
+#define BCH_WB_DELAY		HZ
+#define BCH_WB_ERROR_DELAY	(5 * HZ)
+#define BCH_WB_PERCENT_DEFAULT	10
+
+struct bch_wb_extent {
+	u64	start;		/* origin */
+	u32	size;
+	u64	ptr;
+	u8	gen;
+};
+
+u64 bch_slot_dirty(struct bch_target *bt)
+{
+	s64 n = atomic64_read(&bt->set->slots[bt->slot].dirty);
+
+	return n > 0 ? n : 0;
+}
+
+u64 bch_wb_target_of(struct bch_target *bt)
+{
+	struct bch_cache_set *set = bt->set;
+
+	return div_u64((set->nbuckets - set->first_bucket) * set->bucket_size *
+		       READ_ONCE(bt->wb.percent), 100);
+}
+
+void bch_writeback_kick(struct bch_target *bt)
+{
+	mod_delayed_work(bt->set->wq, &bt->wb.work, 0);
+}
+
+/* There is dirty data: make sure a batch comes, at the slow pace. */
+void bch_writeback_soon(struct bch_target *bt)
+{
+	queue_delayed_work(bt->set->wq, &bt->wb.work, BCH_WB_DELAY);
+}
+
+/* Park @bio, bound for the origin, if it overlaps the batch in flight. */
+bool bch_writeback_park(struct bch_target *bt, struct bio *bio, u64 start,
+			u64 end)
+{
+	struct bch_writeback *wb = &bt->wb;
+	bool parked = false;
+	unsigned int i;
+
+	if (!READ_ONCE(wb->nr_ranges))
+		return false;
+	spin_lock(&wb->lock);
+	for (i = 0; i < wb->nr_ranges; i++) {
+		if (start < wb->ranges[i].end && wb->ranges[i].start < end) {
+			bio_list_add(&wb->waiters, bio);
+			parked = true;
+			break;
+		}
+	}
+	spin_unlock(&wb->lock);
+	return parked;
+}
+
+static void bch_wb_resubmit_work(struct work_struct *work)
+{
+	struct bch_writeback *wb = container_of(work, struct bch_writeback,
+						resubmit_work);
+	struct bio_list list;
+	struct bio *bio;
+
+	spin_lock(&wb->lock);
+	list = wb->waiters;
+	bio_list_init(&wb->waiters);
+	spin_unlock(&wb->lock);
+	while ((bio = bio_list_pop(&list)))
+		bch_write_resume(bio);
+}
+
+/*
+ * Take the next batch of dirty extents from the cursor on, wrapping once.
+ * False if the walk went all the way round and found nothing dirty. Under
+ * the btree read lock, so no hole can remove a key between the lookup and
+ * the registration of its range.
+ */
+static bool bch_wb_collect(struct bch_target *bt, struct bch_wb_extent *ext,
+			   unsigned int *nr)
+{
+	struct bch_cache_set *set = bt->set;
+	struct bch_writeback *wb = &bt->wb;
+	struct bch_track *t = set->slots[bt->slot].track;
+	u32 inode = bch_slot_inode(set, bt->slot);
+	u64 from = wb->cursor, pos = from, end = bt->ti->len, snap, sectors = 0;
+	bool found = false, wrapped = false;
+	struct bch_bkey k;
+
+	*nr = 0;
+	if (inode == BCH_INODE_NONE)
+		return false;
+	down_read(&set->btree_lock);
+	spin_lock(&wb->lock);
+	while (*nr < BCH_WB_EXTENTS && sectors < BCH_WB_BATCH_SECTORS) {
+		if (pos >= end) {
+			if (wrapped || !from)
+				break;
+			pos = 0;
+			wrapped = true;
+		}
+		if (wrapped && pos >= from)
+			break;
+		if (bch_btree_lookup(&set->btree, inode, pos, end, &k) &&
+		    (k.flags & BCH_KEY_DIRTY)) {
+			found = true;
+			k.size = min_t(u64, k.size, BCH_WB_BATCH_SECTORS - sectors);
+			/* A write in flight here goes first; a later walk sees it. */
+			if (bch_track_read(t, pos, k.size, &snap)) {
+				ext[*nr].start = pos;
+				ext[*nr].size = k.size;
+				ext[*nr].ptr = k.ptr;
+				ext[*nr].gen = k.gen;
+				wb->ranges[*nr].start = pos;
+				wb->ranges[*nr].end = pos + k.size;
+				(*nr)++;
+				sectors += k.size;
+			}
+		}
+		if (WARN_ON_ONCE(!k.size))
+			break;
+		pos += k.size;
+	}
+	WRITE_ONCE(wb->nr_ranges, *nr);
+	wb->cursor = pos < end ? pos : 0;
+	spin_unlock(&wb->lock);
+	up_read(&set->btree_lock);
+	return found || *nr == BCH_WB_EXTENTS ||
+	       sectors >= BCH_WB_BATCH_SECTORS;
+}
+
+static int bch_wb_io(struct bch_cache_set *set, struct block_device *bdev,
+		     blk_opf_t opf, u64 sector, void *buf, u32 sectors)
+{
+	struct dm_io_region where = {
+		.bdev	= bdev,
+		.sector	= sector,
+		.count	= sectors,
+	};
+	struct dm_io_request req = {
+		.bi_opf		= opf,
+		.mem.type	= DM_IO_VMA,
+		.mem.ptr.vma	= buf,
+		.client		= set->io,
+	};
+	unsigned long error_bits = 0;
+	int r;
+
+	r = dm_io(&req, 1, &where, &error_bits, IOPRIO_DEFAULT);
+	return !r && error_bits ? -EIO : r;
+}
+
+/* Mark the extents clean where the index still has them dirty. */
+static void bch_wb_mark_clean(struct bch_target *bt, struct bch_wb_extent *ext,
+			      unsigned int nr)
+{
+	struct bch_cache_set *set = bt->set;
+	u32 inode = bch_slot_inode(set, bt->slot);
+	struct bch_bkey k;
+	unsigned int i;
+
+	down_write(&set->btree_lock);
+	for (i = 0; i < nr; i++) {
+		struct bch_wb_extent *e = &ext[i];
+
+		if (!bch_btree_lookup(&set->btree, inode, e->start,
+				      e->start + e->size, &k) ||
+		    k.size != e->size || k.ptr != e->ptr || k.gen != e->gen ||
+		    !(k.flags & BCH_KEY_DIRTY))
+			continue;
+		k.flags &= ~BCH_KEY_DIRTY;
+		if (bch_btree_insert(&set->btree, &k))
+			continue;	/* still dirty: the next walk retries */
+		bch_journal_add(set, &k, NULL);
+		atomic64_sub(k.size, &set->slots[bt->slot].dirty);
+		atomic64_add(k.size, &bt->wb.written);
+	}
+	up_write(&set->btree_lock);
+}
+
+/* Copy a batch to the origin: 0, or the error that stopped it. */
+static int bch_wb_copy(struct bch_target *bt, struct bch_wb_extent *ext,
+		       unsigned int nr)
+{
+	struct bch_cache_set *set = bt->set;
+	struct block_device *origin = bt->origin_dev->bdev;
+	u8 *buf = bt->wb.buf;
+	bool first = false;
+	unsigned int i;
+	u64 off = 0;
+	int r;
+
+	for (i = 0; i < nr; i++) {
+		r = bch_wb_io(set, set->bdev, REQ_OP_READ, ext[i].ptr,
+			      buf + off, ext[i].size);
+		if (r) {
+			bch_cache_io_error(set, false);
+			return r;
+		}
+		/* The read raced with the bucket's reuse: not ours to write. */
+		if (bch_ptr_stale(set, ext[i].ptr, ext[i].gen)) {
+			ext[i].size = 0;
+			continue;
+		}
+		r = bch_wb_io(set, origin, REQ_OP_WRITE, ext[i].start,
+			      buf + off, ext[i].size);
+		if (r)
+			return r;
+		off += (u64)ext[i].size << SECTOR_SHIFT;
+		first |= ext[i].start < BCH_FINGERPRINT_SECTORS;
+	}
+	/* Clean keys may be durable only once the origin's data is. */
+	r = blkdev_issue_flush(origin);
+	if (!r && first)
+		bch_slot_written(set, bt->slot);
+	return r;
+}
+
+static void bch_wb_work(struct work_struct *work)
+{
+	struct bch_writeback *wb = container_of(to_delayed_work(work),
+						struct bch_writeback, work);
+	struct bch_target *bt = container_of(wb, struct bch_target, wb);
+	struct bch_cache_set *set = bt->set;
+	struct bch_wb_extent *ext;
+	unsigned long delay = BCH_WB_DELAY;
+	unsigned int nr;
+	bool found;
+	s64 before;
+	int r = 0;
+
+	if (bch_cache_failed(set) || !bch_slot_dirty(bt) ||
+	    (!READ_ONCE(wb->running) && !atomic_read(&wb->flushing)))
+		goto out;
+	ext = kmalloc_array(BCH_WB_EXTENTS, sizeof(*ext), GFP_KERNEL);
+	if (!wb->buf)
+		wb->buf = vmalloc(BCH_WB_BATCH_SECTORS << SECTOR_SHIFT);
+	if (!ext || !wb->buf) {
+		kfree(ext);
+		goto again;
+	}
+
+	before = atomic64_read(&set->slots[bt->slot].dirty);
+	found = bch_wb_collect(bt, ext, &nr);
+	if (nr) {
+		r = bch_wb_copy(bt, ext, nr);
+		if (!r)
+			bch_wb_mark_clean(bt, ext, nr);
+	}
+	spin_lock(&wb->lock);
+	WRITE_ONCE(wb->nr_ranges, 0);
+	spin_unlock(&wb->lock);
+	queue_work(set->wq, &wb->resubmit_work);
+	kfree(ext);
+
+	wb->error = r;
+	if (r) {
+		DMERR_LIMIT("%s: writeback of slot %u failed: %d",
+			    set->name, bt->slot, r);
+		delay = BCH_WB_ERROR_DELAY;
+		goto again;
+	}
+	if (!found) {
+		/*
+		 * A whole walk found nothing dirty: the count is exact now,
+		 * unless a dirty write was indexed meanwhile.
+		 */
+		if (atomic64_cmpxchg(&set->slots[bt->slot].dirty, before, 0) ==
+		    before)
+			goto out;
+		delay = 0;
+		goto again;
+	}
+	if (atomic_read(&wb->flushing) || bch_slot_dirty(bt) > bch_wb_target_of(bt) ||
+	    READ_ONCE(set->nr_free) < (set->nbuckets - set->first_bucket) / 16)
+		delay = nr ? 0 : HZ / 10;
+again:
+	queue_delayed_work(set->wq, &wb->work, delay);
+out:
+	wake_up_all(&wb->wait);
+}
+
+/* Write back everything dirty; -EINTR, or the error that stopped it. */
+int bch_writeback_flush(struct bch_target *bt)
+{
+	struct bch_writeback *wb = &bt->wb;
+	int r;
+
+	atomic_inc(&wb->flushing);
+	bch_writeback_kick(bt);
+	r = wait_event_interruptible(wb->wait, !bch_slot_dirty(bt) ||
+				     READ_ONCE(wb->error) ||
+				     bch_cache_failed(bt->set));
+	atomic_dec(&wb->flushing);
+	if (r)
+		return -EINTR;
+	if (bch_slot_dirty(bt))
+		return bch_cache_failed(bt->set) ? -EIO : READ_ONCE(wb->error);
+	return 0;
+}
+
+int bch_writeback_init(struct bch_target *bt)
+{
+	struct bch_writeback *wb = &bt->wb;
+
+	INIT_DELAYED_WORK(&wb->work, bch_wb_work);
+	INIT_WORK(&wb->resubmit_work, bch_wb_resubmit_work);
+	spin_lock_init(&wb->lock);
+	bio_list_init(&wb->waiters);
+	init_waitqueue_head(&wb->wait);
+	wb->percent = BCH_WB_PERCENT_DEFAULT;
+	wb->running = true;
+	return 0;
+}
+
+/* No IO is left: the worker and the parked writes are done. */
+void bch_writeback_exit(struct bch_target *bt)
+{
+	cancel_delayed_work_sync(&bt->wb.work);
+	flush_work(&bt->wb.resubmit_work);
+	vfree(bt->wb.buf);
+	bt->wb.buf = NULL;
+}
