@@ -20,6 +20,10 @@ PKGS=(
 	build-essential "linux-headers-$KVER" qemu-system-x86 busybox-static
 	dmsetup lvm2 fio thin-provisioning-tools bcache-tools cpio kmod
 	xz-utils gnuplot-nox linux-source-6.1 bc
+	# the udev rule's test runs the host's systemd-udevd in the guest;
+	# tests/host/dkms.sh builds the module with the real dkms (which signs
+	# it with a key it makes with openssl)
+	udev dkms openssl
 )
 
 log "apt-get update"

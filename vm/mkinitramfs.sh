@@ -202,6 +202,37 @@ if [ -d "$TOP/bcache-tools" ]; then
 	done < <(find "$TOP/bcache-tools" -maxdepth 1 -type f -perm -u+x -print0 | sort -z)
 fi
 
+# systemd-udevd and udevadm (Debian's udev package), if the host has them,
+# for the scenarios that test our udev rule (tests/scenarios/udev.sh); only
+# they start the daemon. The rules: ours, and 60-persistent-storage.rules,
+# which runs blkid first (ours skips devices blkid recognised) and makes
+# the /dev/disk/by-id links bcachectl prefers. The rule runs
+# /usr/sbin/probe-bcache, where 'make install' puts it.
+UDEVD=/lib/systemd/systemd-udevd
+UDEV_RULES=(/lib/udev/rules.d/60-persistent-storage.rules "$TOP/udev/69-dm-bcache.rules")
+udev=
+if [ -x "$UDEVD" ] && UDEVADM=$(command -v udevadm); then
+	put_bin "$UDEVADM" /bin/udevadm
+	# Debian's systemd-udevd is a link to udevadm, which acts by its name
+	if [ "$(readlink -f "$UDEVD")" = "$(readlink -f "$UDEVADM")" ]; then
+		mkdir -p "$ROOT$(dirname "$UDEVD")"
+		ln -sf /bin/udevadm "$ROOT$UDEVD"
+	else
+		put_bin "$UDEVD" "$UDEVD"
+	fi
+	for r in "${UDEV_RULES[@]}"; do
+		[ -f "$r" ] || die "udev rule $r missing"
+		install -D -m 0644 "$r" "$ROOT/usr/lib/udev/rules.d/${r##*/}"
+	done
+	mkdir -p "$ROOT/etc/udev/rules.d"
+	if [ -x "$ROOT/usr/local/sbin/probe-bcache" ]; then
+		ln -sf /usr/local/sbin/probe-bcache "$ROOT/usr/sbin/probe-bcache"
+	fi
+	udev=", udevd"
+else
+	warn "no $UDEVD or udevadm on the host (apt-get install udev): the udev scenario will skip"
+fi
+
 # kernel modules with their dependencies
 mods=("${MODULES[@]}")
 if [ -f "$DMB_KO" ]; then
@@ -252,7 +283,7 @@ mv "$OUT.tmp" "$OUT"
 
 end=$(date +%s.%N)
 nmods=$(find "$ROOT/$MODDST" -name '*.ko' | wc -l)
-printf 'mkinitramfs.sh: %s (%s, %d modules%s, %d bcache-tools, %.1fs)\n' \
+printf 'mkinitramfs.sh: %s (%s, %d modules%s, %d bcache-tools%s, %.1fs)\n' \
 	"$OUT" "$(du -h "$OUT" | cut -f1)" "$nmods" \
 	"$([ -f "$DMB_KO" ] && echo ' incl. dm-bcache' || echo ', no dm-bcache.ko')" \
-	"$ntools" "$(echo "$end - $start" | bc)"
+	"$ntools" "$udev" "$(echo "$end - $start" | bc)"
