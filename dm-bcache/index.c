@@ -127,6 +127,8 @@ int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost)
 		/* Start after whatever the ring holds: it must not replay. */
 		bch_index_drop(set);
 		bch_journal_walk(set, bch_replay_none, NULL, &end);
+		if (end.max_seq >= end.seq)
+			end.seq = end.max_seq + 1;
 	}
 	bch_alloc_load(set);
 	if (!b->root) {

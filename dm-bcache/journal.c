@@ -21,6 +21,7 @@
  * the index had.
  */
 #include <linux/slab.h>
+#include <linux/vmalloc.h>
 
 #include "bset.h"
 #include "dm-bcache.h"
@@ -97,15 +98,19 @@ void bch_journal_exit(struct bch_cache_set *set)
 
 /* Reading, at open. */
 
-/* The number of keys of a good entry with @seq in @d (@room sectors), or -1. */
-static int bch_jset_good(struct bch_cache_set *set, struct bch_jset_disk *d,
-			 u64 seq, u32 room)
+/*
+ * The number of keys of a good entry in @d (@room sectors) whose seq is
+ * @seq, or at least @seq if @later; else -1.
+ */
+static int bch_jset_check(struct bch_cache_set *set, struct bch_jset_disk *d,
+			  u64 seq, bool later, u32 room)
 {
 	u32 sectors = le32_to_cpu(d->sectors), nkeys = le32_to_cpu(d->nkeys);
+	u64 s = le64_to_cpu(d->seq);
 
 	if (le32_to_cpu(d->magic) != BCH_JSET_MAGIC ||
 	    memcmp(d->set_uuid, set->sb->set_uuid, sizeof(d->set_uuid)) ||
-	    le64_to_cpu(d->seq) != seq || !sectors || sectors > room ||
+	    (later ? s < seq : s != seq) || !sectors || sectors > room ||
 	    sectors & (set->block_size - 1) ||
 	    nkeys > bch_jset_max_keys(sectors))
 		return -1;
@@ -144,7 +149,53 @@ static int bch_jset_read(struct bch_cache_set *set, u64 pos, u64 seq)
 			(size_t)room << SECTOR_SHIFT);
 	if (r)
 		return r;
-	return bch_jset_good(set, j->buf[0].data, seq, room) < 0 ? -ENOENT : 0;
+	return bch_jset_check(set, j->buf[0].data, seq, false, room) < 0 ?
+		-ENOENT : 0;
+}
+
+/*
+ * The journal ended at a bad entry: normal if the crash tore it, or if
+ * it is what an earlier lap of the ring left. But if any good entry with
+ * a seq from there on is anywhere in the ring, an entry in the middle is
+ * damaged, and the keys after it (holes of writes the origin has) are
+ * lost: the index cannot be trusted. Notes in @end the largest seq seen,
+ * so that a journal started afresh never reuses one.
+ */
+static int bch_journal_check_end(struct bch_cache_set *set,
+				 struct bch_jpos *end)
+{
+	struct bch_jset_disk *d;
+	struct bch_journal *j = &set->journal;
+	u32 bucket_bytes = set->bucket_size << SECTOR_SHIFT;
+	u32 block = set->block_size, off;
+	u64 b;
+	u8 *buf;
+	int r = 0;
+
+	buf = vmalloc(bucket_bytes);
+	if (!buf)
+		return -ENOMEM;
+	for (b = 0; !r && b < j->ring_sectors; b += set->bucket_size) {
+		r = bch_meta_io(set, REQ_OP_READ, j->ring_start + b, buf,
+				bucket_bytes);
+		for (off = 0; !r && off < set->bucket_size; off += block) {
+			d = (void *)(buf + (off << SECTOR_SHIFT));
+			if (bch_jset_check(set, d, 0, true,
+					   min(j->max_sectors,
+					       set->bucket_size - off)) >= 0)
+				end->max_seq = max(end->max_seq,
+						   le64_to_cpu(d->seq));
+		}
+	}
+	vfree(buf);
+	if (r)
+		return r;
+	if (end->max_seq >= end->seq) {
+		DMWARN("%s: journal damaged before entry %llu", set->name,
+		       end->seq);
+		return -EUCLEAN;
+	}
+	return 0;
 }
 
 /*
@@ -199,7 +250,8 @@ int bch_journal_walk(struct bch_cache_set *set,
 		end->pos = pos;
 		end->used = used;
 	}
-	return err;
+	r = used < j->ring_sectors ? bch_journal_check_end(set, end) : 0;
+	return err ?: r;
 }
 
 /* Appending; once the index is loaded. */

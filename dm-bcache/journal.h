@@ -35,6 +35,7 @@ struct bch_jpos {
 	u64	used;		/* ring sectors walked from the start */
 	u64	entries;
 	u64	keys;
+	u64	max_seq;	/* of any good entry in the ring */
 };
 
 struct bch_journal {

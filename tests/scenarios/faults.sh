@@ -64,4 +64,24 @@ check "the origin is back" flakey fo "$origin" "$osz" up
 check "reads work again" dd if=/dev/mapper/c of=/dev/null bs=4k skip=8192 count=16 iflag=direct
 check "device equals origin" dmb_same /dev/mapper/c "$origin"
 check "remove" dmb_remove c
+# Writeback: with the cache failing, dirty data is an error, never the
+# origin's (older) data.
+W=abababab-abab-4bab-8bab-abababababab
+check "writeback: format the flakey cache" make-bcache -q --wipe /dev/mapper/fc
+check "writeback: create" dmb_create c /dev/mapper/fc "$origin" origin_uuid $W \
+	cache_mode writeback
+check "writeback: cache all, write back nothing" sh -c \
+	"dmsetup message c 0 sequential_cutoff 0 && dmsetup message c 0 writeback_running 0"
+check "writeback: dirty data" dd if=/dev/urandom of=/dev/mapper/c bs=4k count=256 oflag=direct
+check "writeback: it is dirty" test "$(dmb_stat c dirty)" -gt 0
+check "writeback: the cache device fails" flakey fc "$cache" "$csz" down
+check_fails "writeback: a read of dirty data fails" dd if=/dev/mapper/c of=/dev/null \
+	bs=4k count=16 iflag=direct
+check "writeback: the error is counted" test "$(dmb_stat c cache_errors)" -gt 0
+check "writeback: a read of data never written works" dd if=/dev/mapper/c of=/dev/null \
+	bs=4k skip=8192 count=16 iflag=direct
+check "writeback: the cache device is back" flakey fc "$cache" "$csz" up
+check "writeback: the dirty data reads again" dd if=/dev/mapper/c of=/dev/null \
+	bs=4k count=256 iflag=direct
+check "writeback: remove writes back" dmb_remove c
 check "remove flakeys" sh -c "dmsetup remove fo && dmsetup remove fc"
