@@ -64,6 +64,7 @@ static void bch_index_drop(struct bch_cache_set *set)
 	bch_index_setup(set);
 	for (i = 0; i < set->nbuckets; i++) {
 		set->buckets[i].sectors = 0;
+		set->buckets[i].dirty = 0;
 		set->buckets[i].state = BCH_B_FREE;
 	}
 }
@@ -74,8 +75,12 @@ static int bch_replay_mark(struct bch_cache_set *set, const struct bch_bkey *k,
 {
 	struct bch_bucket *b = &set->buckets[k->ptr / set->bucket_size];
 
-	if (!(k->flags & BCH_KEY_HOLE) && k->gen == b->gen)
+	if (!(k->flags & BCH_KEY_HOLE) && k->gen == b->gen) {
 		b->sectors += k->size;
+		/* Reclaim may run before the checkpoint's GC counts exactly. */
+		if (k->flags & BCH_KEY_DIRTY)
+			b->dirty += k->size;
+	}
 	return 0;
 }
 
