@@ -434,6 +434,18 @@ static int check_uuids(struct bch_cache *c)
 
 /* The journal. */
 
+/* Why the dirty data cannot be counted (@buf: S.dirty_*); the first reason stands. */
+__printf(2, 3) static void dirty_why(char *buf, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (buf[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, WHY_LEN, fmt, ap);
+	va_end(ap);
+}
+
 static void key_where(const struct bch_bkey *k, char *buf, size_t len)
 {
 	snprintf(buf, len, "slot %u epoch %u, sectors %llu-%llu", bch_inode_slot(k->inode),
@@ -444,8 +456,10 @@ static void key_where(const struct bch_bkey *k, char *buf, size_t len)
 /*
  * Walk it as replay will (the same reader), and check every key of every
  * good entry: one the kernel refuses costs the whole index. The end of the
- * journal is not a problem, whatever is there: a torn entry is what a
- * crash leaves.
+ * journal is not a problem, whatever is there (a torn entry is what a
+ * crash leaves, an older one what the last lap of the ring left), unless
+ * a good entry with a seq from there on is elsewhere in the ring: then an
+ * entry in the middle is damaged, and the kernel drops the whole index.
  */
 static int check_journal(struct bch_cache *c)
 {
@@ -501,9 +515,27 @@ static int check_journal(struct bch_cache *c)
 		     (unsigned long long)first_seq, (unsigned long long)(j.seq - 1),
 		     (unsigned long long)le64toh(sb->journal_pos), (unsigned long long)j.keys,
 		     le32toh(sb->btree_root.size) ? "index checkpoint" : "empty index");
-	if (j.entries || j.end_magic || S.verbose)
+	if (j.entries || j.end_magic || j.damaged || S.verbose)
 		info("journal: ends where seq %llu would be: %s%s", (unsigned long long)j.seq,
-		     j.end_why, j.end_magic && !c->clean ? " (normal after a crash)" : "");
+		     j.end_why,
+		     j.end_magic && !c->clean && !j.damaged ? " (normal after a crash)" : "");
+	if (j.damaged) {
+		/*
+		 * The keys of the damaged entry are lost, and those after it
+		 * with them: what dirty data they held cannot be counted.
+		 */
+		problem(&k_journal, "journal: damaged before entry %llu: a later entry (seq %llu at ring sector %llu) is good; the kernel will drop the index",
+			(unsigned long long)j.seq, (unsigned long long)j.later_seq,
+			(unsigned long long)j.later_pos);
+		S.index_present = true;
+		S.index_bad = true;
+		S.kernel_drops = true;
+		dirty_why(S.dirty_partial, "the journal is damaged before entry %llu: the keys of the entries from there on cannot be counted",
+			  (unsigned long long)j.seq);
+	} else if (S.verbose && j.max_seq) {
+		info("journal: no good entry in the ring has seq %llu or later (the largest is %llu)",
+		     (unsigned long long)j.seq, (unsigned long long)j.max_seq);
+	}
 	bch_journal_close(&j);
 	return 0;
 }
@@ -517,18 +549,6 @@ static void count_dirty(const struct bch_bkey *k)
 		return;
 	S.dirty[bch_inode_slot(k->inode)] += k->size;
 	S.dirty_total += k->size;
-}
-
-/* Why the dirty data cannot be counted (@buf: S.dirty_*); the first reason stands. */
-__printf(2, 3) static void dirty_why(char *buf, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (buf[0])
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, WHY_LEN, fmt, ap);
-	va_end(ap);
 }
 
 /* The counts are a lower bound if some or all of the index was not counted. */
@@ -858,6 +878,9 @@ static void report_dirty(const struct bch_cache *c)
 	if (S.dirty_unknown[0])
 		info("dirty: unknown: %s, so the dirty data it may hold (written in writeback mode, not yet written back to its origin) cannot be counted",
 		     S.dirty_unknown);
+	else if (S.dirty_partial[0] && !slots)
+		info("dirty: none among the keys counted, but not all could be: %s",
+		     S.dirty_partial);
 	else if (S.dirty_partial[0])
 		info("dirty: at least %llu sectors (%s) in total, in %u slot%s: %s",
 		     (unsigned long long)S.dirty_total, size, slots, slots == 1 ? "" : "s",

@@ -164,6 +164,12 @@ static const char *jkey_refused(struct bch_cache *c, const struct bch_bkey_disk 
 static void print_key(struct bch_cache *c, const char *kind, const struct bch_bkey *k,
 		      const char *state);
 
+/* Where the journal is damaged (the kernel drops the index), once walked. */
+static struct {
+	bool		damaged;
+	uint64_t	seq, later_seq, later_pos;
+} jdamage;
+
 /* The journal as replay finds it; journal keys in good entries, or -1. */
 static int64_t print_journal(struct bch_cache *c, bool print, bool *bad)
 {
@@ -218,6 +224,17 @@ static int64_t print_journal(struct bch_cache *c, bool print, bool *bad)
 		printf("# journal: %llu entries, %llu keys; ends where seq %llu would be: %s\n",
 		       (unsigned long long)j.entries, (unsigned long long)j.keys,
 		       (unsigned long long)j.seq, j.end_why);
+	if (j.damaged) {
+		*bad = true;
+		jdamage.damaged = true;
+		jdamage.seq = j.seq;
+		jdamage.later_seq = j.later_seq;
+		jdamage.later_pos = j.later_pos;
+		if (print)
+			printf("# journal: damaged before entry %llu: a later entry (seq %llu at ring sector %llu) is good; the kernel drops the whole index\n",
+			       (unsigned long long)j.seq, (unsigned long long)j.later_seq,
+			       (unsigned long long)j.later_pos);
+	}
 	keys = j.keys;
 	bch_journal_close(&j);
 	return keys;
@@ -233,7 +250,7 @@ static bool walk_index(struct bch_cache *c, struct dump *d, struct bch_replay *r
 		printf("# index: not loaded: the journal cannot be read\n");
 		return false;
 	}
-	if (!le32toh(c->sb.btree_root.size) && !jkeys) {
+	if (!le32toh(c->sb.btree_root.size) && !jkeys && !jdamage.damaged) {
 		printf("# index: none (nothing is cached)\n");
 		return false;
 	}
@@ -261,6 +278,9 @@ static bool walk_index(struct bch_cache *c, struct dump *d, struct bch_replay *r
 	if (rp->bad)
 		printf("# index: the journal holds a key the kernel refuses (see the journal): it drops the whole index; %llu key(s) from that one on not replayed here\n",
 		       (unsigned long long)rp->bad);
+	if (jdamage.damaged)
+		printf("# index: the journal is damaged before entry %llu (see the journal): the kernel drops the whole index; replayed here up to there\n",
+		       (unsigned long long)jdamage.seq);
 	r = bch_btree_gc(&c->b, dump_fn, d);
 	if (r || d->oom) {
 		printf("# index: walk failed: %s\n", r ? strerror(-r) : "out of memory");

@@ -142,8 +142,10 @@ int bch_index_load(struct bch_cache *c, const struct bch_btree_ops *ops);
  * every good entry inserted in order, up to the first that
  * bch_jkey_invalid() refuses (from there on counted in r->bad: the
  * kernel drops the whole index for one; with c->replay_past_refused only
- * the refused keys are counted there, the others inserted). 0, or -errno
- * with c->load_msg saying why.
+ * the refused keys are counted there, the others inserted). A journal
+ * damaged in the middle (struct bch_journal's damaged) costs the kernel
+ * the whole index too; this replays the entries before the damage. 0, or
+ * -errno with c->load_msg saying why.
  */
 int bch_index_replay(struct bch_cache *c, struct bch_replay *r);
 

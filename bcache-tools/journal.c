@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The journal ring, read exactly as the kernel replays it (the rule is in
- * bcache_ondisk.h): one reader for bcache-check, bcache-dump and the test
- * fixtures, so that what they report is what the next attach replays.
+ * bcache_ondisk.h; where it ends is judged as dm-bcache/journal.c's
+ * bch_journal_check_end() does): one reader for bcache-check, bcache-dump
+ * and the test fixtures, so that what they report is what the next attach
+ * replays.
  */
 #include <endian.h>
 #include <stdio.h>
@@ -111,6 +113,68 @@ static int entry_at(struct bch_journal *j, uint64_t pos, uint64_t seq, char *why
 	return 0;
 }
 
+/*
+ * Is @e, at a block boundary with @room sectors to the end of its bucket
+ * (at most BCH_JSET_MAX_SECTORS), a good entry of this cache set, of any
+ * seq? As the kernel's bch_jset_check() with @later and seq 0.
+ */
+static bool jset_good(const struct bch_journal *j, const struct bch_jset_disk *e, uint32_t room)
+{
+	uint32_t sectors = le32toh(e->sectors), nkeys = le32toh(e->nkeys);
+
+	return le32toh(e->magic) == BCH_JSET_MAGIC &&
+	       !memcmp(e->set_uuid, j->sb->set_uuid, sizeof(e->set_uuid)) &&
+	       sectors && sectors <= room && !(sectors % j->block_size) &&
+	       nkeys <= bch_jset_max_keys(sectors) &&
+	       bch_jset_csum(e) == le32toh(e->csum);
+}
+
+/*
+ * The journal ended at a bad entry, before a whole lap: normal if a crash
+ * tore it, or if it is what an earlier lap of the ring left. But a good
+ * entry anywhere in the ring with a seq from j->seq on means an entry in
+ * the middle is damaged, and the kernel's bch_journal_check_end() then
+ * drops the index: scan the ring as it does, every block of every bucket.
+ * 0, or -1 read error.
+ */
+static int check_end(struct bch_journal *j)
+{
+	size_t bucket_bytes = (size_t)j->bucket_size << BCH_SECTOR_SHIFT;
+	const struct bch_jset_disk *e;
+	uint32_t off, room;
+	uint64_t b, seq;
+	uint8_t *buf;
+
+	j->ended = true;
+	buf = malloc(bucket_bytes);
+	if (!buf)
+		return bch_err("out of memory");
+	for (b = 0; b < j->ring_sectors; b += j->bucket_size) {
+		if (bch_pread_all(j->dev, buf, bucket_bytes, (j->start + b) << BCH_SECTOR_SHIFT)) {
+			free(buf);
+			return -1;
+		}
+		for (off = 0; off < j->bucket_size; off += j->block_size) {
+			e = (const void *)(buf + ((size_t)off << BCH_SECTOR_SHIFT));
+			room = j->bucket_size - off;
+			if (room > BCH_JSET_MAX_SECTORS)
+				room = BCH_JSET_MAX_SECTORS;
+			if (!jset_good(j, e, room))
+				continue;
+			seq = le64toh(e->seq);
+			if (seq > j->max_seq)
+				j->max_seq = seq;
+			if (seq >= j->seq && (!j->damaged || seq < j->later_seq)) {
+				j->damaged = true;
+				j->later_seq = seq;
+				j->later_pos = b + off;
+			}
+		}
+	}
+	free(buf);
+	return 0;
+}
+
 int bch_journal_next(struct bch_journal *j, struct bch_jentry *out)
 {
 	const struct bch_jset_disk *e = (const void *)j->buf;
@@ -147,14 +211,12 @@ int bch_journal_next(struct bch_journal *j, struct bch_jentry *out)
 			snprintf(j->end_why, sizeof(j->end_why),
 				 "at ring sector %llu %s; the next bucket (ring sector %llu) %s",
 				 (unsigned long long)j->pos, why, (unsigned long long)at, why2);
-			j->ended = true;
-			return 0;
+			return check_end(j);
 		}
 	} else if (!r) {
 		snprintf(j->end_why, sizeof(j->end_why), "at ring sector %llu %s",
 			 (unsigned long long)j->pos, why);
-		j->ended = true;
-		return 0;
+		return check_end(j);
 	}
 	if (r < 0)
 		return -1;

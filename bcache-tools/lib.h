@@ -85,6 +85,17 @@ struct bch_journal {
 	bool			ended;
 	bool			end_magic;	/* an entry's magic was there */
 	char			end_why[512];	/* once ended: what is there */
+	/*
+	 * Once ended at a bad entry (not after a whole lap), the whole ring
+	 * is scanned at every block boundary for good entries of any seq, as
+	 * the kernel does: max_seq is the largest seen (0 if none). If one
+	 * has a seq from j->seq on, an entry in the middle is damaged (the
+	 * kernel then drops the index): damaged, and later_seq/later_pos
+	 * name the good one with the smallest such seq.
+	 */
+	bool			damaged;
+	uint64_t		max_seq;
+	uint64_t		later_seq, later_pos;
 	uint8_t			*buf;
 };
 
@@ -100,7 +111,8 @@ int bch_journal_open(struct bch_journal *j, struct bch_dev *dev,
 /*
  * The next good entry: 1 (in @e), 0 the journal ends (j->end_why says what
  * the two places it could be hold; j->pos and j->seq are then where and
- * with which seq the next entry goes), -1 read error.
+ * with which seq the next entry goes; j->damaged whether a good entry
+ * with a seq from j->seq on is elsewhere in the ring), -1 read error.
  */
 int bch_journal_next(struct bch_journal *j, struct bch_jentry *e);
 void bch_journal_close(struct bch_journal *j);

@@ -49,7 +49,10 @@
  *     at=POS     at ring sector POS instead of where the next one goes
  *     skip       at the start of the next bucket, though it fits here
  *     torn       a byte of it changed after the checksum (a torn write)
+ *     lost       zeros written in its place (a write the media lost)
  *     badseq     seq one above the one expected
+ *     setseq=N   seq N, and the entries after it N + 1 on (an entry an
+ *                earlier lap of the ring left, with at=POS)
  *     baduuid    another cache set's
  *     stale      its keys a generation behind their buckets'
  *     dirty      its data keys flagged dirty
@@ -341,7 +344,7 @@ static void jentry(struct jwriter *w, char *spec)
 	static struct bch_bkey keys[BCH_JSET_MAX_SECTORS << BCH_SECTOR_SHIFT >> 5];
 	struct bch_jset_disk *e;
 	bool torn = false, badseq = false, baduuid = false, stale = false, skip = false;
-	bool dirty = false, csum = false;
+	bool dirty = false, csum = false, lost = false;
 	u32 slot = 0, epoch = 1;
 	u64 at = U64_MAX, b;
 	const char *p;
@@ -400,6 +403,12 @@ static void jentry(struct jwriter *w, char *spec)
 			skip = true;
 		} else if (!strcmp(tok, "torn")) {
 			torn = true;
+		} else if (!strcmp(tok, "lost")) {
+			lost = true;
+		} else if (!strncmp(tok, "setseq=", 7)) {
+			w->seq = parse_u64(tok + 7, &p);
+			if (*p)
+				die("journal entry: bad setseq=");
 		} else if (!strcmp(tok, "badseq")) {
 			badseq = true;
 		} else if (!strcmp(tok, "baduuid")) {
@@ -463,6 +472,8 @@ static void jentry(struct jwriter *w, char *spec)
 	e->csum = htole32(bch_jset_csum(e));
 	if (torn)
 		((u8 *)e)[bytes - 1] ^= 0x5a;
+	if (lost)
+		memset(e, 0, (size_t)sectors << BCH_SECTOR_SHIFT);
 	if (bch_pwrite_all(&c.dev, e, (size_t)sectors << BCH_SECTOR_SHIFT,
 			   (w->start + w->pos) << BCH_SECTOR_SHIFT))
 		die(bch_strerror());

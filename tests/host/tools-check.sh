@@ -357,23 +357,89 @@ run 0 "dump --journal alone" bcache-dump --journal j1
 eq "j1: only the journal" 0 "$(count '^(key|node|slot|state) ')"
 has "j1: the summary" "^# journal: 3 entries, 4 keys; ends where seq 4 would be"
 
-# a torn last entry ends the journal: nothing after it is replayed
+# a torn last entry ends the journal: what a crash leaves, not replayed
 cp --sparse=always idx j2 && fixture journal j2 'd:0+8@20' 'd:8+8@20+8,torn' \
-	'd:16+8@20+16' >/dev/null && fixture sb j2 dirty
-run 0 "a torn entry ends the journal: no inconsistency" bcache-check j2
+	>/dev/null && fixture sb j2 dirty
+run 0 "a torn last entry ends the journal: no inconsistency" bcache-check j2
 has "j2: one entry" "^journal: 1 entry \(seq 1 to 1\)"
 has "j2: the torn one named, as normal" "^journal: ends where seq 2 would be: at ring sector 8 a checksum mismatch \(a torn write\); .* \(normal after a crash\)$"
 hasnt "j2: no error" "^error:"
+hasnt "j2: not damaged" "damaged"
 run 0 "dump of it" bcache-dump j2
 has "j2: key 0 from the journal" "^key 0/1 0 8 20\+0 0 - live$"
 has "j2: key 1 from the checkpoint" "^key 0/1 8 16 5\+8 0 - live$"
-has "j2: key 2 from the checkpoint" "^key 0/1 16 24 5\+16 0 - live$"
+hasnt "j2: dump: not damaged" "damaged"
+
+# ... but a torn entry with a good one after it is damage in the middle: the
+# keys after it are lost (holes of writes the origin has), and the kernel
+# drops the whole index ("journal damaged before entry 2")
+cp --sparse=always idx jdm && fixture journal jdm 'd:0+8@20,dirty' 'd:8+8@20+8,torn' \
+	'd:16+8@20+16,dirty' >/dev/null && fixture sb jdm dirty
+run 1 "a torn entry before a good one: the journal is damaged" bcache-check jdm
+has "jdm: the error" "^error: journal: damaged before entry 2: a later entry \(seq 3 at ring sector 16\) is good; the kernel will drop the index$"
+has "jdm: where the walk ended" "^journal: ends where seq 2 would be: at ring sector 8 a checksum mismatch \(a torn write\); the next bucket \(ring sector 1024\) no entry \(bad magic\)$"
+hasnt "jdm: not called normal" "normal after a crash"
+has "jdm: the dirty data a lower bound" "^dirty: slot 0 \(uuid f1f1f1f1-0000-4000-8000-000000000001\): at least 8 sectors "
+has "jdm: and why" "^dirty: at least 8 sectors \(4 KiB\) in total, in 1 slot: the journal is damaged before entry 2: the keys of the entries from there on cannot be counted$"
+run 1 "dump: a damaged journal is exit 1" bcache-dump jdm
+has "jdm dump: the journal says so" "^# journal: damaged before entry 2: a later entry \(seq 3 at ring sector 16\) is good; the kernel drops the whole index$"
+has "jdm dump: the index too" "^# index: the journal is damaged before entry 2 \(see the journal\): the kernel drops the whole index; replayed here up to there$"
+eq "jdm dump: one entry replayed" 1 "$(count '^jset ')"
+has "jdm dump: key 2 from the checkpoint" "^key 0/1 16 24 5\+16 0 - live$"
+sum=$(md5sum <jdm)
+run 1 "--repair refuses: the keys after the damage may be dirty" bcache-check -r jdm
+has "jdm: refused: the counted dirty data, and no table can write it back" "^repair: refused: at least 8 dirty sectors of slot 0 \(uuid f1f1f1f1-0000-4000-8000-000000000001\) exist only on this cache; --repair would lose them, and so would the next attach \(the kernel cannot use this index either, so no table can write them back\): keep a copy of the device if that data matters, then pass --force$"
+has "jdm: refused: the keys after the damage" "^repair: refused: the journal is damaged before entry 2: the keys of the entries from there on cannot be counted; --repair would lose whatever dirty data is among them too$"
+eq "jdm: nothing written" "$sum" "$(md5sum <jdm)"
+run 1 "--repair --force" bcache-check -r --force jdm
+has "jdm: index dropped" "^repair: dropped the index and invalidated the data of 1 UUID slot "
+has "jdm: journal past the good later entry" "^repair: emptied the journal: the next entry goes to ring sector 8 with seq 4$"
+has "jdm: the loss" "^repair: --force: lost whatever dirty data was among the keys not counted: the journal is damaged before entry 2"
+run 0 "then consistent" bcache-check -v jdm
+has "jdm: nothing to replay" "^journal: empty: 4 buckets from bucket 1, nothing to replay at ring sector 8 \(seq 4\)$"
+has "jdm: every good entry older" "^journal: no good entry in the ring has seq 4 or later \(the largest is 3\)$"
+run 0 "super-show agrees" bcache-super-show jdm
+has "jdm: journal_seq" "^sb.journal_seq	4$"
+
+# ... and so is one lost (zeros) before good ones, the next in another bucket;
+# the good later entry named is the first after the damage
+cp --sparse=always idx jdl && fixture journal jdl 'd:0+8@20' 'd:8+8@20+8,lost' \
+	'd:16+8@20+16,skip' 'd:24+8@20+24' >/dev/null
+run 1 "a lost entry before good ones" bcache-check jdl
+has "jdl: named" "^error: journal: damaged before entry 2: a later entry \(seq 3 at ring sector 1024\) is good; the kernel will drop the index$"
+has "jdl: no dirty counted" "^dirty: none among the keys counted, but not all could be: the journal is damaged before entry 2: "
+run 1 "--repair: the damage makes the dirty data uncountable" bcache-check -r jdl
+has "jdl: refused" "^repair: refused: nothing was written$"
+run 1 "--repair --force" bcache-check -r -f jdl
+has "jdl: above every seq" "^repair: emptied the journal: the next entry goes to ring sector 8 with seq 5$"
+run 0 "then consistent" bcache-check jdl
+
+# an older lap's entries after the end are what the ring holds: information;
+# one with the seq expected next (or later) anywhere is damage
+cp --sparse=always idx jlap && fixture journal jlap start=0 seq=10 'd:0+8@20' 'd:8+8@20+8' \
+	'setseq=5,d:100+8@21' 'd:108+8@21+8' 'at=2048,setseq=9,d:116+8@21+16' >/dev/null &&
+	fixture sb jlap dirty
+run 0 "older-lap entries after the end: no inconsistency" bcache-check -v jlap
+has "jlap: two entries" "^journal: 2 entries \(seq 10 to 11\) from ring sector 0, 2 keys"
+has "jlap: ends at the older one" "^journal: ends where seq 12 would be: at ring sector 16 an entry with seq 5; the next bucket \(ring sector 1024\) no entry \(bad magic\) \(normal after a crash\)$"
+has "jlap: every good entry older" "^journal: no good entry in the ring has seq 12 or later \(the largest is 11\)$"
+hasnt "jlap: no error" "^error:"
+run 0 "dump of it" bcache-dump jlap
+hasnt "jlap dump: not damaged" "damaged"
+hasnt "jlap dump: the older lap's keys not replayed" "^key 0/1 (100|108|116) "
+has "jlap dump: the checkpoint's key there" "^key 0/1 96 104 5\+96 0 - live$"
+cp --sparse=always jlap jeq && fixture journal jeq 'at=3072,setseq=12,d:124+8@21+24' >/dev/null &&
+	fixture sb jeq jpos=0 jseq=10
+run 1 "an entry with the seq expected next, elsewhere: damage" bcache-check jeq
+has "jeq: named" "^error: journal: damaged before entry 12: a later entry \(seq 12 at ring sector 3072\) is good; the kernel will drop the index$"
 
 # a wrong seq, another cache set's entry: the journal ends there too
+# (a seq above the one expected there: the one expected is missing, damage)
 cp --sparse=always idx j3 && fixture journal j3 'd:0+8@20' 'd:8+8@20+8,badseq' >/dev/null
-run 0 "an entry with the wrong seq ends the journal" bcache-check j3
+run 1 "an entry with a later seq ends the journal: damage" bcache-check j3
 has "j3: named" "^journal: ends where seq 2 would be: at ring sector 8 an entry with seq 3;"
-run 0 "dump" bcache-dump j3
+has "j3: the damage" "^error: journal: damaged before entry 2: a later entry \(seq 3 at ring sector 8\) is good"
+run 1 "dump" bcache-dump j3
 has "j3: key 1 from the checkpoint" "^key 0/1 8 16 5\+8 0 - live$"
 cp --sparse=always idx j4 && fixture journal j4 'd:0+8@20' 'd:8+8@20+8,baduuid' >/dev/null
 run 0 "another cache set's entry ends the journal" bcache-check j4
@@ -382,16 +448,18 @@ run 0 "dump" bcache-dump j4
 has "j4: key 1 from the checkpoint" "^key 0/1 8 16 5\+8 0 - live$"
 
 # an entry too big for the rest of its bucket goes to the next one; the
-# replay looks there, and only there (the fourth is two buckets on)
+# replay looks there, and only there (the fourth is two buckets on: not
+# replayed, and damage, since the kernel finds it in the ring)
 cp --sparse=always c j5 && fixture journal j5 start=1016 'd:0+8@20,sectors=16' 'd:8+8@20+8' \
 	'd:16+8@20+16,skip' 'at=0,d:24+8@20+24' >/dev/null
-run 0 "entries at the start of the next bucket" bcache-check -v j5
+run 1 "entries at the start of the next bucket" bcache-check -v j5
+has "j5: the fourth is damage" "^error: journal: damaged before entry 4: a later entry \(seq 4 at ring sector 0\) is good"
 has "j5: the first, skipped" "^journal: entry seq 1 at ring sector 1024 \(bucket 2\+0\), 16 sectors, 1 key, at the start of the next bucket$"
 has "j5: right behind it" "^journal: entry seq 2 at ring sector 1040 \(bucket 2\+16\), 8 sectors, 1 key$"
 has "j5: skipped though it fit" "^journal: entry seq 3 at ring sector 2048 \(bucket 3\+0\), 8 sectors, 1 key, at the start of the next bucket$"
 has "j5: not two buckets on" "^journal: 3 entries \(seq 1 to 3\) from ring sector 1016, 3 keys to replay over the empty index$"
 has "j5: the index from the journal alone" "^index: 1 level, 1 node, 3 live keys \(12 KiB in 1 bucket\), 0 dead keys; no checkpoint \+ 3 journal keys$"
-run 0 "dump" bcache-dump j5
+run 1 "dump" bcache-dump j5
 has "j5: the skipped entry" "^jset 1 1024 2\+0 16 1$"
 eq "j5: three entries" 3 "$(count '^jset ')"
 
@@ -440,8 +508,9 @@ hasnt "s8k: the split leaf is gone" "^node 0 $leaf "
 # journal keys the kernel refuses: the whole index is lost
 cp --sparse=always idx jbad && fixture journal jbad 'd:0+8@20' \
 	'd:8+8@0+8,d:16+8@2,d:24+8@128,d:32+8@30+1020,d:40+0@30' 'd:48+8@21' >/dev/null
-# ... and a stale entry further on, with a higher seq than any replayed
-fixture journal jbad start=2048 seq=50 'd:56+8@22' >/dev/null && fixture sb jbad jpos=0 jseq=1
+# ... and a torn entry further on with a higher seq than any replayed: not
+# good, so no damage to the kernel, but the new journal starts above it
+fixture journal jbad start=2048 seq=50 'd:56+8@22,torn' >/dev/null && fixture sb jbad jpos=0 jseq=1
 run 1 "journal keys pointing at bad places" bcache-check jbad
 has "jbad: into the metadata" "^error: journal entry seq 2 \(ring sector 8\), key 0 \(slot 0 epoch 1, sectors 8-16\): points into the metadata \(cache sector 8, 8 sectors\): the kernel drops the whole index$"
 has "jbad: into a journal bucket" "key 1 .*: points into a journal bucket \(cache sector 2048, 8 sectors\)"
@@ -449,6 +518,7 @@ has "jbad: past the last bucket" "key 2 .*: points past the last bucket \(cache 
 has "jbad: across a bucket's end" "key 3 .*: crosses the end of its bucket \(cache sector 31740, 8 sectors\)"
 has "jbad: size 0" "key 4 .*: size 0 "
 has "jbad: the journal still walked" "^journal: 3 entries \(seq 1 to 3\)"
+hasnt "jbad: a torn entry is no damage" "damaged"
 run 1 "dump: refused keys are exit 1" bcache-dump jbad
 has "dump: refused, said so" "^# index: the journal holds a key the kernel refuses \(see the journal\): it drops the whole index; 6 key\(s\) from that one on not replayed here$"
 eq "dump: only the first key replayed" 1 "$(count '^key 0/1 0 8 20\+0 0 - live$')"
