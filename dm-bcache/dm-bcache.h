@@ -288,7 +288,7 @@ int bch_parse_mode(const char *name, enum bch_cache_mode *mode, char **error);
 const char *bch_mode_name(enum bch_cache_mode mode);
 
 /* request.c */
-void bch_release_bio(struct bio *bio);
+void bch_release_bio(struct bio *bio, blk_status_t status);
 void bch_write_resume(struct bio *bio);
 size_t bch_io_size(void);
 int bch_map(struct dm_target *ti, struct bio *bio);

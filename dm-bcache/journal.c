@@ -374,21 +374,25 @@ static void bch_journal_write_work(struct work_struct *work)
 				       struct bch_journal, write_work));
 }
 
-static void bch_submit_list(struct bio_list *list)
+static void bch_submit_list(struct bio_list *list, blk_status_t status)
 {
 	struct bio *bio;
 
 	while ((bio = bio_list_pop(list)))
-		bch_release_bio(bio);
+		bch_release_bio(bio, status);
 }
 
 static void bch_journal_done_work(struct work_struct *work)
 {
 	struct bch_journal *j = container_of(work, struct bch_journal,
 					     done_work);
+	blk_status_t status;
 	struct bio_list done;
 
 	spin_lock(&j->lock);
+	/* Not written (a failed cache) counts as failed. */
+	status = j->submitted && !bch_cache_failed(j->set) ?
+		j->wbuf->bio.bi_status : BLK_STS_IOERR;
 	done = j->wbuf->waiters;
 	bio_list_init(&j->wbuf->waiters);
 	j->wbuf = NULL;
@@ -396,7 +400,7 @@ static void bch_journal_done_work(struct work_struct *work)
 	j->entries++;
 	spin_unlock(&j->lock);
 	wake_up(&j->idle);
-	bch_submit_list(&done);
+	bch_submit_list(&done, status);
 	bch_journal_write(j);
 }
 
@@ -517,6 +521,6 @@ void bch_journal_checkpoint_end(struct bch_cache_set *set, bool ok)
 	waiters = j->cp_waiters;
 	bio_list_init(&j->cp_waiters);
 	spin_unlock(&j->lock);
-	bch_submit_list(&waiters);
+	bch_submit_list(&waiters, ok ? BLK_STS_OK : BLK_STS_IOERR);
 	bch_journal_kick(set);
 }

@@ -529,16 +529,21 @@ static int bch_map_write(struct bch_target *bt, struct bio *bio,
 
 /*
  * A bio parked by the journal or the UUID table may go on: a dirty write
- * is acknowledged, an origin write sent.
+ * is acknowledged, an origin write or a flush sent. If what it waited
+ * for did not become durable (@status), a dirty write and a flush fail:
+ * they promised durability; an origin write still goes (writethrough
+ * loses nothing: the failed cache is not trusted again).
  */
-void bch_release_bio(struct bio *bio)
+void bch_release_bio(struct bio *bio, blk_status_t status)
 {
 	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
 
-	if (io->kind == BCH_IO_ACK)
+	if (io->kind == BCH_IO_ACK || (status && !bio_sectors(bio))) {
+		bio->bi_status = status;
 		bio_endio(bio);
-	else
+	} else {
 		submit_bio_noacct(bio);
+	}
 }
 
 /* A write that waited for a writeback batch: it may punch now. */

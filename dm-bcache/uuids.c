@@ -437,5 +437,5 @@ void bch_uuids_work(struct work_struct *work)
 	mutex_unlock(&set->lock);
 
 	while ((bio = bio_list_pop(&waiters)))
-		bch_release_bio(bio);
+		bch_release_bio(bio, BLK_STS_OK);
 }
