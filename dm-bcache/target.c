@@ -108,8 +108,12 @@ static void bch_dtr(struct dm_target *ti)
 	struct bch_target *bt = ti->private;
 
 	if (bt->set) {
-		/* Removing the table writes back what it can; the rest stays. */
+		/*
+		 * Removing the table writes back what it can; the rest stays.
+		 * Not on a reload: the new table holds the slot and writes back.
+		 */
 		if (bch_slot_dirty(bt) && !bch_cache_failed(bt->set) &&
+		    bt->set->slots[bt->slot].holders == 1 &&
 		    bch_writeback_flush(bt))
 			DMWARN("%s: slot %u: dirty data left in the cache",
 			       bt->set->name, bt->slot);
@@ -213,18 +217,33 @@ static int bch_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	ti->num_discard_bios = 1;
 	ti->num_write_zeroes_bios = 1;
 	ti->per_io_data_size = bch_io_size();
-	/* Dirty data from before (a crash, another mode) drains now. */
-	if (bch_slot_dirty(bt))
-		bch_writeback_kick(bt);
 	return 0;
 bad:
 	bch_dtr(ti);
 	return r;
 }
 
+/*
+ * Only the live table writes back: a reload's new table is constructed
+ * while the old one still runs, and two workers on one slot would not
+ * see each other's batches. The old one stops here, the new one starts
+ * at resume.
+ */
 static void bch_postsuspend(struct dm_target *ti)
 {
-	bch_wait_fills(ti->private);
+	struct bch_target *bt = ti->private;
+
+	cancel_delayed_work_sync(&bt->wb.work);
+	bch_wait_fills(bt);
+}
+
+static void bch_resume(struct dm_target *ti)
+{
+	struct bch_target *bt = ti->private;
+
+	/* Dirty data from before (a crash, another mode) drains now. */
+	if (bch_slot_dirty(bt))
+		bch_writeback_kick(bt);
 }
 
 static const char *bch_cache_state(struct bch_cache_set *set)
@@ -403,6 +422,7 @@ static struct target_type bch_target_type = {
 	.map		 = bch_map,
 	.end_io		 = bch_end_io,
 	.postsuspend	 = bch_postsuspend,
+	.resume		 = bch_resume,
 	.status		 = bch_status,
 	.message	 = bch_message,
 	.iterate_devices = bch_iterate_devices,
