@@ -148,6 +148,13 @@ else
 	eq "table: stable names, origin_uuid lower case" \
 		"0 262144 bcache $dir/disk/by-dm-bcache/$U $dir/disk/by-uuid/1111-2222 2 origin_uuid $U" \
 		"$(cat "$STATE/dev.p")"
+	run 2 "create --mode writeback without --uuid" "$CTL" create w "$CACHE" "$ORIGIN" --mode writeback
+	run 2 "create --mode: unknown mode" "$CTL" create w "$CACHE" "$ORIGIN" --mode fast
+	run 0 "create --mode writeback --uuid" "$CTL" create w "$CACHE" "$ORIGIN" --uuid "$U" --mode writeback
+	eq "table: origin_uuid and cache_mode" \
+		"0 262144 bcache $dir/disk/by-dm-bcache/$U $dir/disk/by-uuid/1111-2222 4 origin_uuid $U cache_mode writeback" \
+		"$(cat "$STATE/dev.w")"
+	rm "$STATE/dev.w"
 	ln -s "$ORIGIN" "$dir/disk/by-id/ata-SLOW_DISK_1"
 	ln -s "$ORIGIN" "$dir/disk/by-id/wwn-0x5000c500a1b2c3d4"
 	run 0 "create --uuid new: by-id, wwn first" "$CTL" create n "$CACHE" "$ORIGIN" --uuid new
@@ -197,8 +204,11 @@ else
 	run 2 "set: missing value" "$CTL" set c sequential_cutoff
 	run 0 "invalidate" "$CTL" invalidate c
 	run 0 "gc" "$CTL" gc c
+	run 0 "flush" "$CTL" flush c
+	run 0 "mode" "$CTL" mode c writethrough
+	run 2 "mode: missing mode" "$CTL" mode c
 	run 1 "invalidate a linear device" "$CTL" invalidate lin
-	eq "messages sent" "c 0 sequential_cutoff 8388608|c 0 sequential_cutoff 999999999|c 0 invalidate|c 0 gc" \
+	eq "messages sent" "c 0 sequential_cutoff 8388608|c 0 sequential_cutoff 999999999|c 0 invalidate|c 0 gc|c 0 flush|c 0 cache_mode writethrough" \
 		"$(paste -sd'|' "$STATE/messages")"
 
 	run 1 "remove a linear device" "$CTL" remove lin
