@@ -282,6 +282,8 @@ static void bch_retry_from_origin(struct bch_target *bt, struct bio *bio,
 {
 	bio->bi_iter = io->iter;
 	bio->bi_status = BLK_STS_OK;
+	/* A request the bio was merged into may have left this set. */
+	bio->bi_next = NULL;
 	bch_remap_origin(bt, bio);
 	io->kind = BCH_IO_ORIGIN;
 	INIT_WORK(&io->work, bch_retry_work);
@@ -632,6 +634,7 @@ static void bch_dirty_to_origin(struct bch_target *bt, struct bio *bio,
 {
 	bio->bi_iter = io->iter;
 	bio->bi_status = BLK_STS_OK;
+	bio->bi_next = NULL;	/* as in bch_retry_from_origin() */
 	if (io->fua)
 		bio->bi_opf |= REQ_FUA;
 	io->kind = BCH_IO_WRITE;
