@@ -453,7 +453,11 @@ bool bch_journal_barrier(struct bch_cache_set *set, struct bio *bio)
 	bool parked = true;
 
 	spin_lock(&j->lock);
-	if (j->overflow)
+	/*
+	 * A checkpoint under way took the current entry's keys: they are
+	 * durable only once its superblock is.
+	 */
+	if (j->overflow || j->blocked)
 		bio_list_add(&j->cp_waiters, bio);
 	else if (j->cur->nkeys)
 		bio_list_add(&j->cur->waiters, bio);
