@@ -220,6 +220,8 @@ struct bch_cache_set *bch_set_get(struct dm_target *ti, struct block_device *bde
 void bch_set_put(struct bch_cache_set *set);
 bool bch_origin_busy(dev_t origin, struct mapped_device *md);
 void bch_failed_exit(void);
+int bch_dev_io(struct bch_cache_set *set, struct block_device *bdev,
+	       blk_opf_t opf, sector_t sector, void *buf, size_t len);
 int bch_meta_io(struct bch_cache_set *set, blk_opf_t opf, sector_t sector,
 		void *buf, size_t len);
 int bch_sb_write(struct bch_cache_set *set);

@@ -63,11 +63,12 @@ u32 bch_crc32c(const void *buf, size_t len)
 	return ~crc32c(~0U, buf, len);
 }
 
-int bch_meta_io(struct bch_cache_set *set, blk_opf_t opf, sector_t sector,
-		void *buf, size_t len)
+/* Synchronous IO of @len bytes at @sector of @bdev (the cache or an origin). */
+int bch_dev_io(struct bch_cache_set *set, struct block_device *bdev,
+	       blk_opf_t opf, sector_t sector, void *buf, size_t len)
 {
 	struct dm_io_region where = {
-		.bdev	= set->bdev,
+		.bdev	= bdev,
 		.sector	= sector,
 		.count	= len >> SECTOR_SHIFT,
 	};
@@ -86,6 +87,12 @@ int bch_meta_io(struct bch_cache_set *set, blk_opf_t opf, sector_t sector,
 	if (!r && error_bits)
 		r = -EIO;
 	return r;
+}
+
+int bch_meta_io(struct bch_cache_set *set, blk_opf_t opf, sector_t sector,
+		void *buf, size_t len)
+{
+	return bch_dev_io(set, set->bdev, opf, sector, buf, len);
 }
 
 /*

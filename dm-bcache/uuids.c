@@ -164,31 +164,18 @@ static int bch_slot_new(struct bch_cache_set *set, const u8 *uuid, u32 flags)
 static int bch_origin_fingerprint(struct bch_cache_set *set,
 				  struct block_device *origin, u32 *fp)
 {
-	struct dm_io_region where = {
-		.bdev	= origin,
-		.sector	= 0,
-		.count	= BCH_FINGERPRINT_SECTORS,
-	};
-	struct dm_io_request req = {
-		.bi_opf		= REQ_OP_READ,
-		.mem.type	= DM_IO_KMEM,
-		.client		= set->io,
-	};
-	unsigned long error_bits = 0;
+	size_t len = BCH_FINGERPRINT_SECTORS << SECTOR_SHIFT;
 	void *buf;
 	int r;
 
 	if (bdev_nr_sectors(origin) < BCH_FINGERPRINT_SECTORS)
 		return -ENOSPC;
-	buf = kmalloc(BCH_FINGERPRINT_SECTORS << SECTOR_SHIFT, GFP_KERNEL);
+	buf = kmalloc(len, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
-	req.mem.ptr.addr = buf;
-	r = dm_io(&req, 1, &where, &error_bits, IOPRIO_DEFAULT);
-	if (!r && error_bits)
-		r = -EIO;
+	r = bch_dev_io(set, origin, REQ_OP_READ, 0, buf, len);
 	if (!r)
-		*fp = bch_crc32c(buf, BCH_FINGERPRINT_SECTORS << SECTOR_SHIFT);
+		*fp = bch_crc32c(buf, len);
 	kfree(buf);
 	return r;
 }

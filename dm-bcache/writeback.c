@@ -158,27 +158,6 @@ static bool bch_wb_collect(struct bch_target *bt, struct bch_wb_extent *ext,
 	       sectors >= BCH_WB_BATCH_SECTORS;
 }
 
-static int bch_wb_io(struct bch_cache_set *set, struct block_device *bdev,
-		     blk_opf_t opf, u64 sector, void *buf, u32 sectors)
-{
-	struct dm_io_region where = {
-		.bdev	= bdev,
-		.sector	= sector,
-		.count	= sectors,
-	};
-	struct dm_io_request req = {
-		.bi_opf		= opf,
-		.mem.type	= DM_IO_VMA,
-		.mem.ptr.vma	= buf,
-		.client		= set->io,
-	};
-	unsigned long error_bits = 0;
-	int r;
-
-	r = dm_io(&req, 1, &where, &error_bits, IOPRIO_DEFAULT);
-	return !r && error_bits ? -EIO : r;
-}
-
 /* Mark the extents clean where the index still has them dirty. */
 static void bch_wb_mark_clean(struct bch_target *bt, struct bch_wb_extent *ext,
 			      unsigned int nr)
@@ -220,8 +199,8 @@ static int bch_wb_copy(struct bch_target *bt, struct bch_wb_extent *ext,
 	int r;
 
 	for (i = 0; i < nr; i++) {
-		r = bch_wb_io(set, set->bdev, REQ_OP_READ, ext[i].ptr,
-			      buf + off, ext[i].size);
+		r = bch_meta_io(set, REQ_OP_READ, ext[i].ptr, buf + off,
+				(size_t)ext[i].size << SECTOR_SHIFT);
 		if (r) {
 			bch_cache_io_error(set, false);
 			return r;
@@ -231,8 +210,8 @@ static int bch_wb_copy(struct bch_target *bt, struct bch_wb_extent *ext,
 			ext[i].size = 0;
 			continue;
 		}
-		r = bch_wb_io(set, origin, REQ_OP_WRITE, ext[i].start,
-			      buf + off, ext[i].size);
+		r = bch_dev_io(set, origin, REQ_OP_WRITE, ext[i].start,
+			       buf + off, (size_t)ext[i].size << SECTOR_SHIFT);
 		if (r)
 			return r;
 		off += (u64)ext[i].size << SECTOR_SHIFT;
