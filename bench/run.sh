@@ -16,6 +16,9 @@
 #                 matter), CPU per IO, the metadata memory
 #       shm-fast  cache: a virtio disk on a file in /dev/shm; origin as
 #                 brd-fast: hit path and cached sequential read
+#   BENCH_CONTENDERS=raw-cache,raw-origin,dm-linear,dm-bcache,bcache,dm-cache,dm-writecache
+#                         contenders to run, in order (a subset for a quick look;
+#                         keep raw-cache: every ratio is to it)
 #   BENCH_DELAY_MS=8      origin read and write delay of the *-hdd cases
 #   BENCH_REPS=3          repetitions of every measured job (median reported)
 #   BENCH_RT=3            seconds per repetition
@@ -34,6 +37,7 @@ TOP=$DMB_TOP
 OUT=$BUILD/bench
 V=${V:-0}
 CASES=${BENCH_CASES:-brd-hdd,brd-fast,shm-fast}
+CONTENDERS=${BENCH_CONTENDERS:-raw-cache,raw-origin,dm-linear,dm-bcache,bcache,dm-cache,dm-writecache}
 DELAY=${BENCH_DELAY_MS:-8}
 REPS=${BENCH_REPS:-3}
 RT=${BENCH_RT:-3}
@@ -49,6 +53,7 @@ for v in DELAY REPS RT ZRT CACHE_MB SMP TIMEOUT; do
 	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v=${!v} is not a number"
 done
 [[ $CASES =~ ^[a-z,-]+$ ]] || die "bad BENCH_CASES=$CASES"
+[[ $CONTENDERS =~ ^[a-z,-]+$ ]] || die "bad BENCH_CONTENDERS=$CONTENDERS"
 if [ "$CACHE_MB" -lt 96 ] || [ "$CACHE_MB" -gt 192 ]; then
 	die "BENCH_CACHE_MB must be 96..192 (the working sets and the 2x scan are laid out for it)"
 fi
@@ -129,7 +134,7 @@ append="console=ttyS0 panic=-1 oops=panic printk.devkmsg=on mitigations=off"
 append+=" dmb.test=${BENCH_GUEST_SCRIPT:-bench} dmb.suite=bench dmb.boot=1 dmb.boots=1"
 append+=" dmb.disks=origin,shmcache,shmref,results dmb.timeout=$TIMEOUT"
 append+=" bench.cases=$CASES bench.delay=$DELAY bench.reps=$REPS bench.rt=$RT"
-append+=" bench.zrt=$ZRT bench.cache_mb=$CACHE_MB"
+append+=" bench.zrt=$ZRT bench.cache_mb=$CACHE_MB bench.contenders=$CONTENDERS"
 QEMU+=(-append "$append")
 printf '%q ' "${QEMU[@]}" >"$OUT/qemu.cmd"
 echo >>"$OUT/qemu.cmd"

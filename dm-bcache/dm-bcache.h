@@ -208,7 +208,7 @@ struct bch_target {
 	bool			persistent;	/* origin_uuid given */
 	enum bch_cache_mode	mode;		/* READ_ONCE: messages change it */
 	struct bch_seq		seq;
-	struct bio_set		bs;		/* clones of cached writes */
+	struct bio_set		bs;		/* clones: cached writes, read pieces */
 	atomic_t		fills;		/* in flight */
 	struct bch_stats	stats;
 	struct bch_writeback	wb;
@@ -293,6 +293,7 @@ const char *bch_mode_name(enum bch_cache_mode mode);
 void bch_release_bio(struct bio *bio, blk_status_t status);
 void bch_write_resume(struct bio *bio);
 size_t bch_io_size(void);
+unsigned int bch_clone_front_pad(void);
 int bch_map(struct dm_target *ti, struct bio *bio);
 int bch_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error);
 void bch_wait_fills(struct bch_target *bt);

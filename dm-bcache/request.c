@@ -36,12 +36,14 @@ struct bch_io {
 	u8			cache_error;
 	u8			dirty;	/* hit: the key is dirty */
 	u8			fua;	/* dirty write: ack once journaled */
+	atomic_t		pieces;	/* BCH_IO_PIECES: clones in flight */
 	struct work_struct	work;
 };
 
 enum {
 	BCH_IO_ORIGIN,		/* plain remap, nothing to do at the end */
 	BCH_IO_HIT,		/* read from the cache */
+	BCH_IO_PIECES,		/* read from the cache by clones, one a key */
 	BCH_IO_MISS,		/* read from the origin, to be filled */
 	BCH_IO_WRITE,		/* write, range punched out */
 	BCH_IO_WRITE_CACHED,	/* write, also being written to the cache */
@@ -67,9 +69,24 @@ struct bch_fill {
 #define BCH_FILL_MAX_SECTORS	BIT(11)		/* 1 MiB */
 #define BCH_FILLS_MAX		64		/* in flight per origin */
 
+/* One key's piece of a read served by clones (the bioset's front pad). */
+struct bch_piece {
+	u64		ptr;
+	u8		gen;
+	struct bio	bio;		/* last */
+};
+
+/* Pieces of one read at most: 1 MiB of 4 KiB keys. */
+#define BCH_PIECES_MAX		256
+
 size_t bch_io_size(void)
 {
 	return sizeof(struct bch_io);
+}
+
+unsigned int bch_clone_front_pad(void)
+{
+	return offsetof(struct bch_piece, bio);
 }
 
 static struct bch_track *bch_track_of(struct bch_target *bt)
@@ -290,14 +307,134 @@ static void bch_retry_from_origin(struct bch_target *bt, struct bio *bio,
 	queue_work(bt->set->wq, &io->work);
 }
 
+static void bch_pieces_done(struct bch_target *bt, struct bio *bio,
+			    struct bch_io *io)
+{
+	if (!io->cache_error) {
+		bio_endio(bio);
+	} else if (io->dirty) {
+		/* As a lone dirty hit: an error, never the origin's data. */
+		bio->bi_status = BLK_STS_IOERR;
+		bio_endio(bio);
+	} else {
+		atomic64_inc(&bt->stats.retries);
+		bch_retry_from_origin(bt, bio, io);
+	}
+}
+
+static void bch_piece_endio(struct bio *clone)
+{
+	struct bch_piece *p = container_of(clone, struct bch_piece, bio);
+	struct bio *bio = clone->bi_private;
+	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
+	struct bch_target *bt = io->bt;
+
+	if (clone->bi_status) {
+		atomic64_inc(&bt->stats.cache_errors);
+		bch_cache_io_error(bt->set, false);
+		WRITE_ONCE(io->cache_error, 1);
+	} else if (bch_ptr_stale(bt->set, p->ptr, p->gen)) {
+		WRITE_ONCE(io->cache_error, 1);
+	}
+	bio_put(clone);
+	/* Orders every piece's cache_error before the last one reads it. */
+	if (atomic_dec_and_test(&io->pieces))
+		bch_pieces_done(bt, bio, io);
+}
+
+/*
+ * A clone of @bio reading the @k->size sectors at @off sectors into it
+ * from the cache. GFP_NOWAIT: the caller holds the btree lock, and
+ * several clones from one bioset must not wait on each other's return.
+ */
+static struct bio *bch_piece_alloc(struct bch_target *bt, struct bio *bio,
+				   u32 off, const struct bch_bkey *k)
+{
+	struct bio *clone;
+	struct bch_piece *p;
+
+	clone = bio_alloc_clone(bt->set->bdev, bio, GFP_NOWAIT | __GFP_NOWARN,
+				&bt->bs);
+	if (!clone)
+		return NULL;
+	bio_trim(clone, off, k->size);
+	clone->bi_iter.bi_sector = k->ptr;
+	clone->bi_end_io = bch_piece_endio;
+	clone->bi_private = bio;
+	p = container_of(clone, struct bch_piece, bio);
+	p->ptr = k->ptr;
+	p->gen = k->gen;
+	return clone;
+}
+
+/*
+ * @bio starts with the hit @k but is not wholly in it: gather the hits
+ * that follow, of the same kind (clean or dirty, so that a failed piece
+ * is handled for all as for a lone hit), as one clone each, so that data
+ * cached by small IOs is read back in one pass through dm instead of one
+ * per key. Returns the sectors gathered into @clones; 0 (and nothing in
+ * @clones) if that is just @k. Called under the btree read lock.
+ */
+static u32 bch_gather_hits(struct bch_target *bt, struct bio *bio, u32 inode,
+			   const struct bch_bkey *k, struct bio_list *clones)
+{
+	struct bch_cache_set *set = bt->set;
+	u64 start = bio->bi_iter.bi_sector, end = bio_end_sector(bio);
+	u8 dirty = k->flags & BCH_KEY_DIRTY;
+	struct bch_bkey next = *k;
+	unsigned int nr = 0;
+	u64 sector = start;
+	struct bio *clone;
+
+	do {
+		clone = bch_piece_alloc(bt, bio, sector - start, &next);
+		if (!clone)
+			break;
+		bio_list_add(clones, clone);
+		sector += next.size;
+	} while (++nr < BCH_PIECES_MAX && sector < end &&
+		 bch_btree_lookup(&set->btree, inode, sector, end, &next) &&
+		 (next.flags & BCH_KEY_DIRTY) == dirty);
+
+	if (nr > 1)
+		return sector - start;
+	while ((clone = bio_list_pop(clones)))
+		bio_put(clone);
+	return 0;
+}
+
+/* Send the gathered pieces; @bio completes when the last one does. */
+static int bch_read_pieces(struct bch_target *bt, struct bio *bio,
+			   struct bch_io *io, struct bio_list *clones,
+			   u32 sectors, bool dirty)
+{
+	struct bch_cache_set *set = bt->set;
+	struct bio *clone;
+
+	if (sectors < bio_sectors(bio))
+		dm_accept_partial_bio(bio, sectors);
+	io->iter = bio->bi_iter;
+	io->kind = BCH_IO_PIECES;
+	io->dirty = dirty;
+	atomic_set(&io->pieces, bio_list_size(clones));
+	bch_seq_bypass(&bt->seq, io->iter.bi_sector, sectors);
+	atomic64_inc(&bt->stats.read_hits);
+	while ((clone = bio_list_pop(clones))) {
+		bch_bucket_hit(set, clone->bi_iter.bi_sector, bio_sectors(clone));
+		submit_bio_noacct(clone);
+	}
+	return DM_MAPIO_SUBMITTED;
+}
+
 static int bch_map_read(struct bch_target *bt, struct bio *bio,
 			struct bch_io *io)
 {
 	struct bch_cache_set *set = bt->set;
 	u64 sector = bio->bi_iter.bi_sector;
-	u32 sectors = bio_sectors(bio);
+	u32 sectors = bio_sectors(bio), gathered = 0;
 	enum bch_cache_mode mode = READ_ONCE(bt->mode);
 	bool bypass, failed = bch_cache_failed(set);
+	struct bio_list clones;
 	struct bch_bkey k;
 	int hit;
 
@@ -309,10 +446,18 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 		bch_remap_origin(bt, bio);
 		return DM_MAPIO_REMAPPED;
 	}
+	bio_list_init(&clones);
 	down_read(&set->btree_lock);
 	hit = bch_btree_lookup(&set->btree, io->inode, sector,
 			       sector + sectors, &k);
+	if (hit && k.size < sectors && !failed &&
+	    ((k.flags & BCH_KEY_DIRTY) || mode != BCH_MODE_NONE))
+		gathered = bch_gather_hits(bt, bio, io->inode, &k,
+					   &clones);
 	up_read(&set->btree_lock);
+	if (gathered)
+		return bch_read_pieces(bt, bio, io, &clones, gathered,
+				       k.flags & BCH_KEY_DIRTY);
 	if (k.size < sectors) {
 		dm_accept_partial_bio(bio, k.size);
 		sectors = k.size;
@@ -720,6 +865,8 @@ int bch_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
 			return DM_ENDIO_INCOMPLETE;
 		}
 		break;
+	case BCH_IO_PIECES:
+		break;	/* bch_pieces_done() saw to it */
 	case BCH_IO_MISS:
 		if (!*error)
 			bch_fill_from_bio(bt, bio, io);

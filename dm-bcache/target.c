@@ -158,7 +158,7 @@ static int bch_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	ti->private = bt;
 	bch_seq_init(&bt->seq, BCH_SEQ_CUTOFF_DEFAULT);
 	bch_writeback_init(bt);
-	r = bioset_init(&bt->bs, BIO_POOL_SIZE, 0, 0);
+	r = bioset_init(&bt->bs, BIO_POOL_SIZE, bch_clone_front_pad(), 0);
 	if (r) {
 		ti->error = "cannot allocate bio set";
 		goto bad;

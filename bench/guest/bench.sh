@@ -673,7 +673,7 @@ for d in $SHM_DISK $SHM_REF; do
 done
 say "devices filled in $(since "$t0")s"
 
-CONTENDERS="raw-cache raw-origin dm-linear dm-bcache bcache dm-cache dm-writecache"
+CONTENDERS=$(bparam contenders raw-cache,raw-origin,dm-linear,dm-bcache,bcache,dm-cache,dm-writecache | tr ',' ' ')
 for CASE in $CASES; do
 	case $CASE in
 	# the -hdd jobs are bound by the origin's delay, wall-clock time that

@@ -51,6 +51,15 @@ case $BOOT in
 		--verify=crc32c --verify_only --randrepeat=1 --output=/tmp/v
 	check_fails "the origin does not have it yet" dmb_same /dev/mapper/c "$origin"
 	check "written as hits" test "$(dmb_stat c read_hits)" -gt 0
+	# Dirty 4k keys read back by 1 MiB reads: gathered, the same data.
+	h1=$(dmb_stat c read_hits)
+	check "1 MiB reads of dirty 4k keys equal 4k reads" sh -c "
+		dd if=/dev/mapper/c bs=1M skip=64 count=16 iflag=direct 2>/dev/null | md5sum >/tmp/a
+		dd if=/dev/mapper/c bs=4k skip=$((64 * 256)) count=4096 iflag=direct 2>/dev/null | md5sum >/tmp/b
+		cmp /tmp/a /tmp/b"
+	h2=$(dmb_stat c read_hits)
+	check "the 1 MiB reads were gathered (4096 4k reads + at most 64)" \
+		test $((h2 - h1)) -le $((4096 + 64))
 
 	# The flush message writes everything back.
 	check "flush" dmsetup message c 0 flush
