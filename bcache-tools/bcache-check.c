@@ -139,13 +139,15 @@ static void kind_summary(const struct kind *k)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: " PROG " [-r [-f]] [-v] [-q] <device>\n"
+		"Usage: " PROG " [-r [-f]] [-v] [-q] [-P] <device>\n"
 		"Check a dm-bcache cache device that no table is using.\n\n"
 		"  -r, --repair   invalidate what cannot be trusted (never guesses);\n"
 		"                 refused if that loses dirty (not written back) data\n"
 		"  -f, --force    with -r: repair even so, losing the dirty data\n"
 		"  -v, --verbose  print every problem and more detail\n"
 		"  -q, --quiet    print nothing; the exit status tells\n"
+		"  -P, --progress show progress on stderr even when it is not a\n"
+		"                 terminal (on a terminal it is shown anyway)\n"
 		"  -h, --help     show this help\n\n"
 		"Exit status: 0 consistent, 1 inconsistencies found (repaired or not),\n"
 		"2 bad arguments, 3 unreadable or not a dm-bcache cache device.\n");
@@ -1267,6 +1269,7 @@ int main(int argc, char **argv)
 		{ "force",	no_argument, NULL, 'f' },
 		{ "verbose",	no_argument, NULL, 'v' },
 		{ "quiet",	no_argument, NULL, 'q' },
+		{ "progress",	no_argument, NULL, 'P' },
 		{ "help",	no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -1275,9 +1278,10 @@ int main(int argc, char **argv)
 	struct bch_cache c;
 	const char *path;
 	unsigned int i;
+	bool progress = false;
 	int opt, ret;
 
-	while ((opt = getopt_long(argc, argv, "rfvqh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "rfvqPh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'r':
 			S.repair = true;
@@ -1290,6 +1294,9 @@ int main(int argc, char **argv)
 			break;
 		case 'q':
 			S.quiet = true;
+			break;
+		case 'P':
+			progress = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -1311,6 +1318,8 @@ int main(int argc, char **argv)
 	}
 	if (S.quiet)
 		S.verbose = false;
+	else
+		bch_progress_setup(progress);
 	path = argv[optind];
 
 	if (open_cache(&c, path)) {

@@ -21,12 +21,14 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: " PROG " [--btree] [--journal] [--uuids] [--buckets] <device>\n"
+		"Usage: " PROG " [--btree] [--journal] [--uuids] [--buckets] [-P] <device>\n"
 		"Print the metadata of a dm-bcache cache device (default: all of it).\n\n"
 		"  -b, --btree    the index: one line per node and per key\n"
 		"  -j, --journal  the journal: one line per entry and per key\n"
 		"  -u, --uuids    the UUID slots in use\n"
 		"  -B, --buckets  bucket counts by state, and a generation histogram\n"
+		"  -P, --progress show progress on stderr even when it is not a\n"
+		"                 terminal (on a terminal it is shown anyway)\n"
 		"  -h, --help     show this help\n\n"
 		"Exit status: 0 printed, 1 some metadata is bad (printed as far as\n"
 		"possible), 2 bad arguments, 3 unreadable or not a dm-bcache device.\n");
@@ -487,18 +489,19 @@ int main(int argc, char **argv)
 		{ "journal",	no_argument, NULL, 'j' },
 		{ "uuids",	no_argument, NULL, 'u' },
 		{ "buckets",	no_argument, NULL, 'B' },
+		{ "progress",	no_argument, NULL, 'P' },
 		{ "help",	no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	bool btree = false, journal = false, uuids = false, buckets = false, bad = false;
-	bool have_index = false;
+	bool have_index = false, progress = false;
 	struct bch_replay rp = { 0 };
 	char dev[BCH_UUID_STR_LEN], set[BCH_UUID_STR_LEN];
 	struct dump d = { 0 };
 	struct bch_cache c;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "bjuBh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "bjuBPh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'b':
 			btree = true;
@@ -511,6 +514,9 @@ int main(int argc, char **argv)
 			break;
 		case 'B':
 			buckets = true;
+			break;
+		case 'P':
+			progress = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -531,6 +537,7 @@ int main(int argc, char **argv)
 		uuids = true;
 		buckets = true;
 	}
+	bch_progress_setup(progress);
 
 	if (bch_cache_open(&c, argv[optind], false)) {
 		fprintf(stderr, PROG ": %s\n", bch_strerror());

@@ -212,8 +212,11 @@ int bch_index_io(struct bch_btree *b, bool write, u64 bucket, u32 offset, void *
 		return bch_pwrite_all(&c->dev, buf, len, off) ? -EIO : 0;
 	if (bch_pread_all(&c->dev, buf, len, off))
 		return -EIO;
-	if (!offset && sectors == c->bucket_size)
+	if (!offset && sectors == c->bucket_size) {
 		snoop_node(c, bucket, buf);
+		bch_progress(false, "index nodes read: %llu",
+			     (unsigned long long)++c->nodes_read);
+	}
 	return 0;
 }
 
@@ -305,7 +308,10 @@ int bch_index_load(struct bch_cache *c, const struct bch_btree_ops *ops)
 		}
 	}
 	bch_index_setup(c, ops);
+	c->nodes_read = 0;
 	ret = capture_stderr(do_load, c, said, sizeof(said));
+	bch_progress(true, "index nodes read: %llu%s", (unsigned long long)c->nodes_read,
+		     ret ? ", failed" : "");
 	if (!ret) {
 		c->loaded = true;
 		return 0;

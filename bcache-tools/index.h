@@ -30,6 +30,7 @@ struct bch_cache {
 	struct bch_btree	b;
 	bool			loaded;
 	u8			*node_level;	/* per bucket: level + 1 of a node read */
+	u64			nodes_read;	/* by the last load, for progress */
 	char			load_msg[512];	/* what btree.c said on failure */
 	/*
 	 * Called while loading for a set that carries its node's seq, index

@@ -26,6 +26,9 @@
 /* util.c */
 __printf(1, 2) int bch_err(const char *fmt, ...);
 const char *bch_strerror(void);
+/* progress on stderr: when it is a terminal, or always if @force */
+void bch_progress_setup(bool force);
+__printf(2, 3) void bch_progress(bool last, const char *fmt, ...);
 int bch_parse_size(const char *str, uint64_t *bytes);
 void bch_format_size(uint64_t bytes, char *buf);
 bool bch_is_power_of_2(uint64_t n);

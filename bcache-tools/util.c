@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "lib.h"
 
@@ -98,4 +100,57 @@ void bch_format_size(uint64_t bytes, char *buf)
 			 (unsigned long long)v, units[i]);
 	else
 		snprintf(buf, BCH_SIZE_STR_LEN, "%.1f %s", v, units[i]);
+}
+
+/*
+ * Progress of long passes (the index of a big cache) on stderr. It goes
+ * to a copy of fd 2 taken at set-up: loading the index captures fd 2 for
+ * btree.c's messages. On a terminal a line overwrites the last; else
+ * (--progress into a file) each is a line of its own.
+ */
+static FILE *bch_progress_out;
+static bool bch_progress_tty;
+static struct timespec bch_progress_last;
+
+void bch_progress_setup(bool force)
+{
+	int fd;
+
+	if (bch_progress_out || (!force && !isatty(STDERR_FILENO)))
+		return;
+	fd = dup(STDERR_FILENO);
+	if (fd < 0)
+		return;
+	bch_progress_out = fdopen(fd, "w");
+	if (!bch_progress_out) {
+		close(fd);
+		return;
+	}
+	bch_progress_tty = isatty(fd);
+}
+
+/* At most twice a second, but always when @last (which ends the line). */
+void bch_progress(bool last, const char *fmt, ...)
+{
+	struct timespec now;
+	va_list ap;
+
+	if (!bch_progress_out)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (!last && bch_progress_last.tv_sec &&
+	    (now.tv_sec - bch_progress_last.tv_sec) * 1000000000L +
+	    now.tv_nsec - bch_progress_last.tv_nsec < 500000000L)
+		return;
+	bch_progress_last = now;
+	if (bch_progress_tty)
+		fputs("\r\033[K", bch_progress_out);
+	va_start(ap, fmt);
+	vfprintf(bch_progress_out, fmt, ap);
+	va_end(ap);
+	if (last || !bch_progress_tty)
+		fputc('\n', bch_progress_out);
+	fflush(bch_progress_out);
+	if (last)
+		bch_progress_last.tv_sec = 0;
 }

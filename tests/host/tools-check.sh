@@ -229,6 +229,23 @@ eq "dump: 17 nodes" 17 "$(count '^node ')"
 eq "dump: 4 stale keys" 4 "$(count ' dead:stale-gen$')"
 eq "dump: one level-1 node" 1 "$(count '^node 1 ')"
 
+# progress: on stderr with -P (here not a terminal), never on stdout
+bcache-check -P s8 >out 2>err
+eq "check -P: the last progress line counts every node" \
+	"index nodes read: 17" "$(tail -n 1 err)"
+eq "check -P: no progress on stdout" 0 "$(grep -c 'nodes read' out)"
+bcache-check s8 >out 2>err
+eq "check: no progress when stderr is not a terminal" 0 "$(grep -c 'nodes read' err)"
+bcache-check -q -P s8 >out 2>err
+eq "check -q -P: quiet wins" 0 "$(cat out err | wc -c)"
+if command -v script >/dev/null; then	# a terminal on stderr: shown anyway
+	script -qec "bcache-check s8 >/dev/null" /dev/null >out 2>&1
+	eq "check on a terminal: progress, rewritten in place" 1 \
+		"$(grep -c "$(printf '\r\033\\[Kindex nodes read: 17')" out)"
+fi
+bcache-dump -P --btree s8 >out 2>err
+eq "dump -P: progress" "index nodes read: 17" "$(tail -n 1 err)"
+
 # a byte of the root node's first set
 cp --sparse=always idx root && fixture flip root $((127 * BUCKET + 1000))
 run 1 "corrupt root node" bcache-check root
