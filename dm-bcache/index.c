@@ -174,6 +174,7 @@ int bch_checkpoint(struct bch_cache_set *set)
 {
 	struct bch_sb_disk *sb = set->sb;
 	struct bch_bkey_disk old_root;
+	struct bio_list waiters;
 	__le64 old_seq, old_pos;
 	__le32 old_level;
 	struct bch_bkey root;
@@ -208,8 +209,6 @@ int bch_checkpoint(struct bch_cache_set *set)
 		}
 		mutex_unlock(&set->lock);
 	}
-	up_write(&set->btree_lock);
-
 	if (!r) {
 		bch_alloc_checkpoint_done(set);
 		atomic64_inc(&set->checkpoints);
@@ -220,7 +219,11 @@ int bch_checkpoint(struct bch_cache_set *set)
 			bch_cache_io_error(set, true);
 		bch_slot_invalidate_all(set);
 	}
-	bch_journal_checkpoint_end(set, !r);
+	/* Under the lock: no key may slip in between the index and this. */
+	bch_journal_checkpoint_end(set, !r, &waiters);
+	up_write(&set->btree_lock);
+
+	bch_journal_checkpoint_release(set, !r, &waiters);
 	mutex_unlock(&set->checkpoint_lock);
 	return r;
 }

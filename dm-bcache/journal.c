@@ -507,24 +507,36 @@ void bch_journal_checkpoint_start(struct bch_cache_set *set, u64 *seq,
 }
 
 /*
- * The checkpoint is durable (@ok) or failed. Either way the writes it
- * held go on: a failed checkpoint has invalidated what they would
- * contradict (index.c).
+ * The checkpoint is durable (@ok) or failed. Called before the btree lock
+ * is released: a key added after that must be journaled, and a flush
+ * parked after that must wait for its entry, not for this checkpoint,
+ * which does not hold the key. The writes it held are handed back in
+ * @waiters, for bch_journal_checkpoint_release() once the lock is gone.
  */
-void bch_journal_checkpoint_end(struct bch_cache_set *set, bool ok)
+void bch_journal_checkpoint_end(struct bch_cache_set *set, bool ok,
+				struct bio_list *waiters)
 {
 	struct bch_journal *j = &set->journal;
-	struct bio_list waiters;
 
+	lockdep_assert_held_write(&set->btree_lock);
 	spin_lock(&j->lock);
 	if (ok) {
 		j->used = 0;
 		j->overflow = false;
 	}
 	j->blocked = false;
-	waiters = j->cp_waiters;
+	*waiters = j->cp_waiters;
 	bio_list_init(&j->cp_waiters);
 	spin_unlock(&j->lock);
-	bch_submit_list(&waiters, ok ? BLK_STS_OK : BLK_STS_IOERR);
+}
+
+/*
+ * Send on the writes a checkpoint held: either way they go, as a failed
+ * checkpoint has invalidated what they would contradict (index.c).
+ */
+void bch_journal_checkpoint_release(struct bch_cache_set *set, bool ok,
+				    struct bio_list *waiters)
+{
+	bch_submit_list(waiters, ok ? BLK_STS_OK : BLK_STS_IOERR);
 	bch_journal_kick(set);
 }

@@ -78,7 +78,10 @@ void bch_journal_kick(struct bch_cache_set *set);
 bool bch_journal_barrier(struct bch_cache_set *set, struct bio *bio);
 void bch_journal_checkpoint_start(struct bch_cache_set *set, u64 *seq,
 				  u64 *pos);
-void bch_journal_checkpoint_end(struct bch_cache_set *set, bool ok);
+void bch_journal_checkpoint_end(struct bch_cache_set *set, bool ok,
+				struct bio_list *waiters);
+void bch_journal_checkpoint_release(struct bch_cache_set *set, bool ok,
+				    struct bio_list *waiters);
 bool bch_journal_want_checkpoint(struct bch_cache_set *set);
 
 #endif /* _DM_BCACHE_JOURNAL_H */
