@@ -346,7 +346,7 @@ static int check_prio(struct bch_cache *c)
 static unsigned int scan_slots(struct bch_cache *c, const struct bch_uuid_disk *t, bool report)
 {
 	const u32 known = BCH_UUID_VALID | BCH_UUID_EPHEMERAL | BCH_UUID_ATTACHED |
-			  BCH_UUID_FINGERPRINT;
+			  BCH_UUID_FINGERPRINT | BCH_UUID_FP_WRITING;
 	unsigned int i, j, bad = 0;
 	char s[BCH_UUID_STR_LEN];
 
@@ -382,9 +382,11 @@ static unsigned int scan_slots(struct bch_cache *c, const struct bch_uuid_disk *
 			note("UUID slot %u (%s) is still marked attached after a clean shutdown (the kernel clears that at the next open; its data stands)",
 			     i, s);
 		if (S.verbose)
-			info("UUID slot %u: %s, epoch %u%s%s", i, s, epoch,
+			info("UUID slot %u: %s, epoch %u%s%s%s", i, s, epoch,
 			     flags & BCH_UUID_EPHEMERAL ? ", ephemeral" : "",
-			     flags & BCH_UUID_FINGERPRINT ? ", fingerprint" : "");
+			     flags & BCH_UUID_FINGERPRINT ? ", fingerprint" : "",
+			     flags & BCH_UUID_FP_WRITING ?
+			     ", first 4 KiB of the origin being written" : "");
 	}
 #undef SLOT_PROBLEM
 	return bad;

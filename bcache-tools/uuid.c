@@ -95,6 +95,7 @@ void bch_uuid_print_flags(uint32_t flags)
 		{ BCH_UUID_EPHEMERAL,	"ephemeral" },
 		{ BCH_UUID_ATTACHED,	"attached" },
 		{ BCH_UUID_FINGERPRINT,	"fingerprint" },
+		{ BCH_UUID_FP_WRITING,	"fp-writing" },
 	};
 	const char *sep = "";
 	unsigned int i;

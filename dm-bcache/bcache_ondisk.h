@@ -178,6 +178,8 @@ struct bch_uuid_disk {
 #define BCH_UUID_EPHEMERAL	BIT(1)	/* no origin_uuid: never reused */
 #define BCH_UUID_ATTACHED	BIT(2)	/* a table holds it right now */
 #define BCH_UUID_FINGERPRINT	BIT(3)	/* fingerprint is valid */
+/* The cache writes the origin's first 4 KiB: no fingerprint check. */
+#define BCH_UUID_FP_WRITING	BIT(4)
 
 #define BCH_UUID_TABLE_BYTES	(BCH_UUID_SLOTS * sizeof(struct bch_uuid_disk))
 

@@ -78,7 +78,16 @@ struct bch_slot {
 	struct mapped_device	*md;		/* the device they belong to */
 	dev_t			origin;		/* and its origin device */
 	struct block_device	*bdev;		/* the origin, while held */
-	bool			fp_stale;	/* its first 4 KiB were written */
+	/*
+	 * Writes to the origin's first 4 KiB (the fingerprint): they go
+	 * only while BCH_UUID_FP_WRITING is on disk (fp_flagged), so that
+	 * a crash amid them is not taken for a changed origin. Under
+	 * uuid_waiters_lock.
+	 */
+	bool			fp_stale;	/* one completed: refresh */
+	bool			fp_flagged;	/* FP_WRITING is on disk */
+	bool			fp_wanted;	/* a write waits for that */
+	unsigned int		fp_writes;	/* let go, not completed */
 	struct bch_track	*track;		/* writes racing with fills */
 	atomic64_t		dirty;		/* sectors; exact after GC */
 	u64			gc_dirty;	/* counted by the GC pass */
@@ -133,6 +142,7 @@ struct bch_cache_set {
 	/* Writes held until the UUID table has dropped what they overwrite. */
 	spinlock_t		uuid_waiters_lock;
 	struct bio_list		uuid_waiters;
+	struct bio_list		fp_waiters;	/* writes for FP_WRITING */
 
 	struct workqueue_struct	*wq;
 	struct work_struct	reclaim_work;
@@ -241,7 +251,10 @@ int bch_slot_invalidate(struct bch_cache_set *set, unsigned int slot);
 void bch_slot_invalidate_nowait(struct bch_cache_set *set, unsigned int slot,
 				struct bio *waiter);
 int bch_slot_invalidate_all(struct bch_cache_set *set);
-void bch_slot_written(struct bch_cache_set *set, unsigned int slot);
+bool bch_slot_fp_begin(struct bch_cache_set *set, unsigned int slot,
+		       struct bio *bio);
+int bch_slot_fp_begin_sync(struct bch_cache_set *set, unsigned int slot);
+void bch_slot_fp_end(struct bch_cache_set *set, unsigned int slot);
 u32 bch_slot_inode(struct bch_cache_set *set, unsigned int slot);
 void bch_uuids_work(struct work_struct *work);
 

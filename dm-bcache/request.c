@@ -36,6 +36,7 @@ struct bch_io {
 	u8			cache_error;
 	u8			dirty;	/* hit: the key is dirty */
 	u8			fua;	/* dirty write: ack once journaled */
+	u8			fp;	/* origin write let go by fp_begin */
 	atomic_t		pieces;	/* BCH_IO_PIECES: clones in flight */
 	struct work_struct	work;
 };
@@ -584,7 +585,8 @@ static void bch_write_to_cache(struct bch_target *bt, struct bio *bio,
 
 /*
  * The origin's part of a write: wait for a writeback batch over the
- * range, punch the range out of the index, send the write on. Returns a
+ * range (and, over the fingerprint, for BCH_UUID_FP_WRITING), punch the
+ * range out of the index, send the write on. Returns a
  * DM_MAPIO_* code: REMAPPED means the caller sends the bio.
  */
 static int bch_write_origin(struct bch_target *bt, struct bio *bio,
@@ -598,6 +600,11 @@ static int bch_write_origin(struct bch_target *bt, struct bio *bio,
 	if (bch_cache_failed(bt->set)) {
 		atomic64_inc(&bt->stats.bypassed);
 		return DM_MAPIO_REMAPPED;
+	}
+	if (sector < BCH_FINGERPRINT_SECTORS) {
+		if (!bch_slot_fp_begin(bt->set, bt->slot, bio))
+			return DM_MAPIO_SUBMITTED;
+		io->fp = 1;
 	}
 	if (bch_punch(bt, bio, io->inode, sector, sectors)) {
 		atomic64_inc(&bt->stats.write_hits);
@@ -711,6 +718,7 @@ int bch_map(struct dm_target *ti, struct bio *bio)
 	io->kind = BCH_IO_ORIGIN;
 	io->cache_error = 0;
 	io->dirty = 0;
+	io->fp = 0;
 	if (!bio_sectors(bio)) {
 		/*
 		 * Flushes: writethrough data is on the origin, dirty data is
@@ -748,8 +756,8 @@ static void bch_write_done(struct bch_target *bt, struct bch_io *io,
 	struct bch_fill *f = NULL;
 
 	bch_track_write_end(bch_track_of(bt), io->iter.bi_sector, sectors);
-	if (io->iter.bi_sector < BCH_FINGERPRINT_SECTORS)
-		bch_slot_written(set, bt->slot);
+	if (io->fp)
+		bch_slot_fp_end(set, bt->slot);
 	if (io->kind != BCH_IO_WRITE_CACHED)
 		return;
 	if (io->cache_error) {

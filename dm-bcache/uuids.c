@@ -203,13 +203,22 @@ static void bch_slot_check_origin(struct bch_cache_set *set, unsigned int i,
 	u32 fp;
 	const char *why = NULL;
 
-	if (le64_to_cpu(u->sectors) != bdev_nr_sectors(origin))
+	if (le64_to_cpu(u->sectors) != bdev_nr_sectors(origin)) {
 		why = "origin size changed";
-	else if (!(le32_to_cpu(u->flags) & BCH_UUID_FINGERPRINT))
+	} else if (le32_to_cpu(u->flags) & BCH_UUID_FP_WRITING) {
+		/*
+		 * A crash cut our own writes to the first 4 KiB: the old
+		 * fingerprint may not match, and dirty data must not go.
+		 */
+		DMINFO("%s: slot %u: first 4 KiB written at a crash: fingerprint not checked",
+		       set->name, i);
+		return;
+	} else if (!(le32_to_cpu(u->flags) & BCH_UUID_FINGERPRINT)) {
 		why = "origin was not detached cleanly";
-	else if (bch_origin_fingerprint(set, origin, &fp) ||
-		 fp != le32_to_cpu(u->fingerprint))
+	} else if (bch_origin_fingerprint(set, origin, &fp) ||
+		   fp != le32_to_cpu(u->fingerprint)) {
 		why = "origin's first 4 KiB changed while detached";
+	}
 	if (!why)
 		return;
 	DMWARN("%s: slot %u (%pUb): %s: cached data invalidated",
@@ -275,7 +284,13 @@ int bch_slot_attach(struct bch_cache_set *set, struct bch_target *bt,
 	s->md = md;
 	s->origin = origin->bd_dev;
 	s->bdev = origin;
+	spin_lock(&set->uuid_waiters_lock);
 	s->fp_stale = false;
+	s->fp_flagged = false;
+	s->fp_wanted = false;
+	s->fp_writes = 0;
+	spin_unlock(&set->uuid_waiters_lock);
+	u->flags &= ~cpu_to_le32(BCH_UUID_FP_WRITING);
 	u->sectors = cpu_to_le64(bdev_nr_sectors(origin));
 	u->last_attach = cpu_to_le64(ktime_get_real_seconds());
 	u->flags |= cpu_to_le32(BCH_UUID_ATTACHED);
@@ -321,6 +336,9 @@ void bch_slot_detach(struct bch_cache_set *set, struct bch_target *bt,
 	} else {
 		bch_slot_fingerprint(set, bt->slot);
 	}
+	/* No IO is left: the fingerprint is the origin's. */
+	u->flags &= ~cpu_to_le32(BCH_UUID_FP_WRITING);
+	s->fp_flagged = false;
 	s->bdev = NULL;
 	u->flags &= ~cpu_to_le32(BCH_UUID_ATTACHED);
 	if (bch_uuids_write(set))
@@ -383,46 +401,142 @@ void bch_slot_invalidate_nowait(struct bch_cache_set *set, unsigned int slot,
 	queue_work(set->wq, &set->uuid_work);
 }
 
-/* A write to the first sectors of @slot's origin completed (endio). */
-void bch_slot_written(struct bch_cache_set *set, unsigned int slot)
+/*
+ * Writes to the first sectors of an origin. The slot's fingerprint of them
+ * tells at attach whether the origin changed while it was detached; after
+ * a crash amid our own writes there it would not match, and the slot's
+ * data, dirty data too, would be dropped. So such a write goes only once
+ * BCH_UUID_FP_WRITING is on disk, and the flag is cleared (with a fresh
+ * fingerprint) only when none is in flight.
+ *
+ * For the IO path: true if @bio may go now (bch_slot_fp_end() follows its
+ * completion); else it is parked, and bch_write_resume()d once the flag
+ * is on disk.
+ */
+bool bch_slot_fp_begin(struct bch_cache_set *set, unsigned int slot,
+		       struct bio *bio)
 {
-	WRITE_ONCE(set->slots[slot].fp_stale, true);
+	struct bch_slot *s = &set->slots[slot];
+	bool go;
+
+	spin_lock(&set->uuid_waiters_lock);
+	go = s->fp_flagged;
+	if (go) {
+		s->fp_writes++;
+	} else {
+		s->fp_wanted = true;
+		bio_list_add(&set->fp_waiters, bio);
+	}
+	spin_unlock(&set->uuid_waiters_lock);
+	if (!go)
+		queue_work(set->wq, &set->uuid_work);
+	return go;
+}
+
+/* The same for the writeback worker, which may wait. */
+int bch_slot_fp_begin_sync(struct bch_cache_set *set, unsigned int slot)
+{
+	struct bch_uuid_disk *u = &set->uuids[slot];
+	struct bch_slot *s = &set->slots[slot];
+	int r = 0;
+
+	mutex_lock(&set->lock);
+	spin_lock(&set->uuid_waiters_lock);
+	if (s->fp_flagged) {
+		s->fp_writes++;
+		goto out;
+	}
+	spin_unlock(&set->uuid_waiters_lock);
+	u->flags |= cpu_to_le32(BCH_UUID_FP_WRITING);
+	r = bch_uuids_write(set);
+	spin_lock(&set->uuid_waiters_lock);
+	if (!r) {
+		s->fp_flagged = true;
+		s->fp_writes++;
+	}
+out:
+	spin_unlock(&set->uuid_waiters_lock);
+	mutex_unlock(&set->lock);
+	return r;
+}
+
+/* A write let go by bch_slot_fp_begin*() completed. */
+void bch_slot_fp_end(struct bch_cache_set *set, unsigned int slot)
+{
+	struct bch_slot *s = &set->slots[slot];
+
+	spin_lock(&set->uuid_waiters_lock);
+	s->fp_writes--;
+	s->fp_stale = true;
+	spin_unlock(&set->uuid_waiters_lock);
 	queue_work(set->wq, &set->uuid_work);
 }
 
 /*
- * Write the UUID table for the IO path: after invalidations, fingerprints
- * that changed, or a cache device that failed.
+ * Write the UUID table for the IO path: after invalidations, for writes
+ * waiting for BCH_UUID_FP_WRITING, for fingerprints that changed, or for
+ * a cache device that failed.
  */
 void bch_uuids_work(struct work_struct *work)
 {
 	struct bch_cache_set *set = container_of(work, struct bch_cache_set,
 						 uuid_work);
-	struct bio_list waiters;
+	DECLARE_BITMAP(flag, BCH_UUID_SLOTS);
+	DECLARE_BITMAP(refresh, BCH_UUID_SLOTS);
+	struct bio_list waiters, fp_waiters;
 	unsigned int i;
 	struct bio *bio;
+	int r;
 
 	if (bch_cache_failed(set) && !set->failed_dropped &&
 	    !bch_slot_invalidate_all(set))
 		set->failed_dropped = true;
+
+	bitmap_zero(flag, BCH_UUID_SLOTS);
+	bitmap_zero(refresh, BCH_UUID_SLOTS);
+	mutex_lock(&set->lock);
 	spin_lock(&set->uuid_waiters_lock);
 	waiters = set->uuid_waiters;
 	bio_list_init(&set->uuid_waiters);
-	spin_unlock(&set->uuid_waiters_lock);
-
-	mutex_lock(&set->lock);
+	fp_waiters = set->fp_waiters;
+	bio_list_init(&set->fp_waiters);
 	for (i = 0; i < BCH_UUID_SLOTS; i++) {
 		struct bch_slot *s = &set->slots[i];
 
-		if (s->holders && READ_ONCE(s->fp_stale)) {
-			WRITE_ONCE(s->fp_stale, false);
-			bch_slot_fingerprint(set, i);
+		if (!s->holders)
+			continue;
+		if (s->fp_wanted) {
+			s->fp_wanted = false;
+			__set_bit(i, flag);
+		} else if (s->fp_stale && !s->fp_writes) {
+			/* Writes that come now wait for the next flag. */
+			s->fp_stale = false;
+			s->fp_flagged = false;
+			__set_bit(i, refresh);
 		}
 	}
-	if (bch_uuids_write(set))
+	spin_unlock(&set->uuid_waiters_lock);
+
+	for_each_set_bit(i, flag, BCH_UUID_SLOTS)
+		set->uuids[i].flags |= cpu_to_le32(BCH_UUID_FP_WRITING);
+	for_each_set_bit(i, refresh, BCH_UUID_SLOTS) {
+		bch_slot_fingerprint(set, i);
+		set->uuids[i].flags &= ~cpu_to_le32(BCH_UUID_FP_WRITING);
+	}
+	r = bch_uuids_write(set);
+	if (r) {
 		DMERR("%s: cannot write the UUID table", set->name);
+		/* The waiting writes bypass a failed cache. */
+		bch_cache_io_error(set, true);
+	}
+	spin_lock(&set->uuid_waiters_lock);
+	for_each_set_bit(i, flag, BCH_UUID_SLOTS)
+		set->slots[i].fp_flagged = true;
+	spin_unlock(&set->uuid_waiters_lock);
 	mutex_unlock(&set->lock);
 
 	while ((bio = bio_list_pop(&waiters)))
 		bch_release_bio(bio, BLK_STS_OK);
+	while ((bio = bio_list_pop(&fp_waiters)))
+		bch_write_resume(bio);
 }

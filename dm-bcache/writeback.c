@@ -193,34 +193,40 @@ static int bch_wb_copy(struct bch_target *bt, struct bch_wb_extent *ext,
 	struct bch_cache_set *set = bt->set;
 	struct block_device *origin = bt->origin_dev->bdev;
 	u8 *buf = bt->wb.buf;
-	bool first = false;
+	bool fp = false;
 	unsigned int i;
 	u64 off = 0;
-	int r;
+	int r = 0;
 
 	for (i = 0; i < nr; i++) {
 		r = bch_meta_io(set, REQ_OP_READ, ext[i].ptr, buf + off,
 				(size_t)ext[i].size << SECTOR_SHIFT);
 		if (r) {
 			bch_cache_io_error(set, false);
-			return r;
+			goto out;
 		}
 		/* The read raced with the bucket's reuse: not ours to write. */
 		if (bch_ptr_stale(set, ext[i].ptr, ext[i].gen)) {
 			ext[i].size = 0;
 			continue;
 		}
+		if (ext[i].start < BCH_FINGERPRINT_SECTORS && !fp) {
+			r = bch_slot_fp_begin_sync(set, bt->slot);
+			if (r)
+				goto out;
+			fp = true;
+		}
 		r = bch_dev_io(set, origin, REQ_OP_WRITE, ext[i].start,
 			       buf + off, (size_t)ext[i].size << SECTOR_SHIFT);
 		if (r)
-			return r;
+			goto out;
 		off += (u64)ext[i].size << SECTOR_SHIFT;
-		first |= ext[i].start < BCH_FINGERPRINT_SECTORS;
 	}
 	/* Clean keys may be durable only once the origin's data is. */
 	r = blkdev_issue_flush(origin);
-	if (!r && first)
-		bch_slot_written(set, bt->slot);
+out:
+	if (fp)
+		bch_slot_fp_end(set, bt->slot);
 	return r;
 }
 
