@@ -82,7 +82,7 @@ struct bch_slot {
 	 * Writes to the origin's first 4 KiB (the fingerprint): they go
 	 * only while BCH_UUID_FP_WRITING is on disk (fp_flagged), so that
 	 * a crash amid them is not taken for a changed origin. Under
-	 * uuid_waiters_lock.
+	 * uuid_waiters_lock (irq-safe: completions take it).
 	 */
 	bool			fp_stale;	/* one completed: refresh */
 	bool			fp_flagged;	/* FP_WRITING is on disk */

@@ -284,12 +284,12 @@ int bch_slot_attach(struct bch_cache_set *set, struct bch_target *bt,
 	s->md = md;
 	s->origin = origin->bd_dev;
 	s->bdev = origin;
-	spin_lock(&set->uuid_waiters_lock);
+	spin_lock_irq(&set->uuid_waiters_lock);
 	s->fp_stale = false;
 	s->fp_flagged = false;
 	s->fp_wanted = false;
 	s->fp_writes = 0;
-	spin_unlock(&set->uuid_waiters_lock);
+	spin_unlock_irq(&set->uuid_waiters_lock);
 	u->flags &= ~cpu_to_le32(BCH_UUID_FP_WRITING);
 	u->sectors = cpu_to_le64(bdev_nr_sectors(origin));
 	u->last_attach = cpu_to_le64(ktime_get_real_seconds());
@@ -388,15 +388,16 @@ void bch_slot_invalidate_nowait(struct bch_cache_set *set, unsigned int slot,
 				struct bio *waiter)
 {
 	struct bch_uuid_disk *u = &set->uuids[slot];
+	unsigned long flags;
 
 	mutex_lock(&set->lock);
 	if (!bch_slot_bump_epoch(u))	/* exhausted: the slot caches nothing */
 		WRITE_ONCE(u->flags, u->flags & ~cpu_to_le32(BCH_UUID_VALID));
 	mutex_unlock(&set->lock);
 	if (waiter) {
-		spin_lock(&set->uuid_waiters_lock);
+		spin_lock_irqsave(&set->uuid_waiters_lock, flags);
 		bio_list_add(&set->uuid_waiters, waiter);
-		spin_unlock(&set->uuid_waiters_lock);
+		spin_unlock_irqrestore(&set->uuid_waiters_lock, flags);
 	}
 	queue_work(set->wq, &set->uuid_work);
 }
@@ -417,9 +418,10 @@ bool bch_slot_fp_begin(struct bch_cache_set *set, unsigned int slot,
 		       struct bio *bio)
 {
 	struct bch_slot *s = &set->slots[slot];
+	unsigned long flags;
 	bool go;
 
-	spin_lock(&set->uuid_waiters_lock);
+	spin_lock_irqsave(&set->uuid_waiters_lock, flags);
 	go = s->fp_flagged;
 	if (go) {
 		s->fp_writes++;
@@ -427,7 +429,7 @@ bool bch_slot_fp_begin(struct bch_cache_set *set, unsigned int slot,
 		s->fp_wanted = true;
 		bio_list_add(&set->fp_waiters, bio);
 	}
-	spin_unlock(&set->uuid_waiters_lock);
+	spin_unlock_irqrestore(&set->uuid_waiters_lock, flags);
 	if (!go)
 		queue_work(set->wq, &set->uuid_work);
 	return go;
@@ -441,34 +443,35 @@ int bch_slot_fp_begin_sync(struct bch_cache_set *set, unsigned int slot)
 	int r = 0;
 
 	mutex_lock(&set->lock);
-	spin_lock(&set->uuid_waiters_lock);
+	spin_lock_irq(&set->uuid_waiters_lock);
 	if (s->fp_flagged) {
 		s->fp_writes++;
 		goto out;
 	}
-	spin_unlock(&set->uuid_waiters_lock);
+	spin_unlock_irq(&set->uuid_waiters_lock);
 	u->flags |= cpu_to_le32(BCH_UUID_FP_WRITING);
 	r = bch_uuids_write(set);
-	spin_lock(&set->uuid_waiters_lock);
+	spin_lock_irq(&set->uuid_waiters_lock);
 	if (!r) {
 		s->fp_flagged = true;
 		s->fp_writes++;
 	}
 out:
-	spin_unlock(&set->uuid_waiters_lock);
+	spin_unlock_irq(&set->uuid_waiters_lock);
 	mutex_unlock(&set->lock);
 	return r;
 }
 
-/* A write let go by bch_slot_fp_begin*() completed. */
+/* A write let go by bch_slot_fp_begin*() completed (endio: any context). */
 void bch_slot_fp_end(struct bch_cache_set *set, unsigned int slot)
 {
 	struct bch_slot *s = &set->slots[slot];
+	unsigned long flags;
 
-	spin_lock(&set->uuid_waiters_lock);
+	spin_lock_irqsave(&set->uuid_waiters_lock, flags);
 	s->fp_writes--;
 	s->fp_stale = true;
-	spin_unlock(&set->uuid_waiters_lock);
+	spin_unlock_irqrestore(&set->uuid_waiters_lock, flags);
 	queue_work(set->wq, &set->uuid_work);
 }
 
@@ -495,7 +498,7 @@ void bch_uuids_work(struct work_struct *work)
 	bitmap_zero(flag, BCH_UUID_SLOTS);
 	bitmap_zero(refresh, BCH_UUID_SLOTS);
 	mutex_lock(&set->lock);
-	spin_lock(&set->uuid_waiters_lock);
+	spin_lock_irq(&set->uuid_waiters_lock);
 	waiters = set->uuid_waiters;
 	bio_list_init(&set->uuid_waiters);
 	fp_waiters = set->fp_waiters;
@@ -515,7 +518,7 @@ void bch_uuids_work(struct work_struct *work)
 			__set_bit(i, refresh);
 		}
 	}
-	spin_unlock(&set->uuid_waiters_lock);
+	spin_unlock_irq(&set->uuid_waiters_lock);
 
 	for_each_set_bit(i, flag, BCH_UUID_SLOTS)
 		set->uuids[i].flags |= cpu_to_le32(BCH_UUID_FP_WRITING);
@@ -529,10 +532,10 @@ void bch_uuids_work(struct work_struct *work)
 		/* The waiting writes bypass a failed cache. */
 		bch_cache_io_error(set, true);
 	}
-	spin_lock(&set->uuid_waiters_lock);
+	spin_lock_irq(&set->uuid_waiters_lock);
 	for_each_set_bit(i, flag, BCH_UUID_SLOTS)
 		set->slots[i].fp_flagged = true;
-	spin_unlock(&set->uuid_waiters_lock);
+	spin_unlock_irq(&set->uuid_waiters_lock);
 	mutex_unlock(&set->lock);
 
 	while ((bio = bio_list_pop(&waiters)))
