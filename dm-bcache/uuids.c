@@ -462,17 +462,23 @@ out:
 	return r;
 }
 
-/* A write let go by bch_slot_fp_begin*() completed (endio: any context). */
+/*
+ * A write let go by bch_slot_fp_begin*() completed (endio: any context).
+ * The fingerprint is retaken once the last one in flight is done: only
+ * then is there work for bch_uuids_work().
+ */
 void bch_slot_fp_end(struct bch_cache_set *set, unsigned int slot)
 {
 	struct bch_slot *s = &set->slots[slot];
 	unsigned long flags;
+	bool last;
 
 	spin_lock_irqsave(&set->uuid_waiters_lock, flags);
-	s->fp_writes--;
 	s->fp_stale = true;
+	last = !--s->fp_writes;
 	spin_unlock_irqrestore(&set->uuid_waiters_lock, flags);
-	queue_work(set->wq, &set->uuid_work);
+	if (last)
+		queue_work(set->wq, &set->uuid_work);
 }
 
 /*
