@@ -383,7 +383,7 @@ fi
 	echo "| dmsetup | $(fact dmsetup | tr '_' ' ') |"
 	echo "| dm targets | $(fact targets | sed 's/,$//; s/,/, /g') |"
 	echo "| mainline bcache-tools | $(fact bcache_tools) |"
-	echo "| guest | $(fact qemu), TCG (\`-accel tcg -cpu max\`), $(fact cpus | awk '{ print $1 }') vCPUs ($(fact cpus | cut -d' ' -f2- | tr '_' ' ')), $(( $(fact mem_kib) / 1024 )) MiB |"
+	echo "| guest | $(fact qemu), TCG (\`-accel tcg -cpu max\`), $(fact cpus | awk '{ print $1 }') vCPUs ($(fact cpus | cut -d' ' -f2- | tr '_' ' ')), $(( $(fact mem_kib) / 1024 )) MiB, clocksource $(fact clocksource) |"
 	echo "| host | $(fact host); shared with other QEMU runs, so absolute numbers are noisy |"
 	echo "| parameters | $(fact params) |"
 	echo "| origin disk | $(fact origin) (a sparse file under \$BUILD/bench, QEMU cache=writeback) |"

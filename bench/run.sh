@@ -19,6 +19,10 @@
 #   BENCH_CONTENDERS=raw-cache,raw-origin,dm-linear,dm-bcache,bcache,dm-cache,dm-writecache
 #                         contenders to run, in order (a subset for a quick look;
 #                         keep raw-cache: every ratio is to it)
+#   BENCH_JOBS=hit,seq1m  only these jobs of each case (default: all)
+#   BENCH_PROFILE=1       also profile the 4k hit path (brd-fast) with perf
+#                         in the guest (the host's perf is copied in); the
+#                         reports land in guest/bench/raw/*.profile.*.txt
 #   BENCH_DELAY_MS=8      origin read and write delay of the *-hdd cases
 #   BENCH_REPS=3          repetitions of every measured job (median reported)
 #   BENCH_RT=3            seconds per repetition
@@ -46,6 +50,8 @@ CACHE_MB=${BENCH_CACHE_MB:-128}
 SMP=${BENCH_SMP:-2}
 MEM=${BENCH_MEM:-4G}
 TIMEOUT=${BENCH_TIMEOUT:-2400}
+JOBS=${BENCH_JOBS:-}
+PROFILE=${BENCH_PROFILE:-0}
 ORIGIN_MB=1024
 
 die() { echo "bench/run.sh: error: $*" >&2; exit 2; }
@@ -54,6 +60,12 @@ for v in DELAY REPS RT ZRT CACHE_MB SMP TIMEOUT; do
 done
 [[ $CASES =~ ^[a-z,-]+$ ]] || die "bad BENCH_CASES=$CASES"
 [[ $CONTENDERS =~ ^[a-z,-]+$ ]] || die "bad BENCH_CONTENDERS=$CONTENDERS"
+[[ $JOBS =~ ^[a-z0-9,-]*$ ]] || die "bad BENCH_JOBS=$JOBS"
+[[ $PROFILE =~ ^[01]$ ]] || die "BENCH_PROFILE must be 0 or 1"
+if [ "$PROFILE" = 1 ]; then
+	command -v perf >/dev/null || die "BENCH_PROFILE=1 needs perf on the host (apt-get install linux-perf)"
+	[ -z "$JOBS" ] || JOBS+=,profile
+fi
 if [ "$CACHE_MB" -lt 96 ] || [ "$CACHE_MB" -gt 192 ]; then
 	die "BENCH_CACHE_MB must be 96..192 (the working sets and the 2x scan are laid out for it)"
 fi
@@ -104,6 +116,18 @@ if [ -d "$BUILD/tools" ]; then
 	mkdir -p "$ov/usr/local/bin"
 	cp "$BUILD"/tools/* "$ov/usr/local/bin/"
 fi
+if [ "$PROFILE" = 1 ]; then
+	# perf and every library it links (the overlay wins over the base image)
+	perf=$(readlink -f "$(command -v perf)")
+	for f in "$perf" $(ldd "$perf" | awk '$3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+		d=$f
+		[ "${f#/lib/}" = "$f" ] || d=/usr$f # the image's /lib is a link to usr/lib
+		mkdir -p "$ov$(dirname "$d")"
+		cp -L "$f" "$ov$d"
+	done
+	mkdir -p "$ov/usr/bin"
+	[ "$perf" = /usr/bin/perf ] || ln -sf "$perf" "$ov/usr/bin/perf"
+fi
 {
 	zcat "$img"
 	(cd "$ov" && find . -print0 | LC_ALL=C sort -z |
@@ -129,12 +153,18 @@ for d in "origin:$OUT/origin.img" "shmcache:$SHMIMG" "shmref:$SHMREF" "results:$
 		-device "virtio-blk-pci,drive=d$i,serial=${d%%:*}")
 	i=$((i + 1))
 done
-append="console=ttyS0 panic=-1 oops=panic printk.devkmsg=on mitigations=off"
+# tsc=reliable: TCG's vCPUs' TSCs are not in step, so the guest would fall
+# back to the HPET, and every clock read (the block layer takes one for
+# each bio it submits, fio several per IO) would be an MMIO exit costing
+# as much as a small IO: dm's extra submit would be charged ~10% for
+# what costs nothing on real hardware, where the TSC is the clocksource.
+append="console=ttyS0 panic=-1 oops=panic printk.devkmsg=on mitigations=off tsc=reliable"
 [[ $kernel == *vmlinuz* ]] && append+=" edd=off"
 append+=" dmb.test=${BENCH_GUEST_SCRIPT:-bench} dmb.suite=bench dmb.boot=1 dmb.boots=1"
 append+=" dmb.disks=origin,shmcache,shmref,results dmb.timeout=$TIMEOUT"
 append+=" bench.cases=$CASES bench.delay=$DELAY bench.reps=$REPS bench.rt=$RT"
 append+=" bench.zrt=$ZRT bench.cache_mb=$CACHE_MB bench.contenders=$CONTENDERS"
+append+=" bench.profile=$PROFILE${JOBS:+ bench.jobs=$JOBS}"
 QEMU+=(-append "$append")
 printf '%q ' "${QEMU[@]}" >"$OUT/qemu.cmd"
 echo >>"$OUT/qemu.cmd"
@@ -176,5 +206,10 @@ rm -f "$OUT/origin.img" "$OUT/results.img"
 	echo "V host $(nproc) CPUs, $(uname -r), load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >>"$OUT/results.txt"
 "$TOP/bench/report.sh" "$OUT"
+for f in "$OUT"/guest/bench/raw/*.profile.*.txt; do
+	[ -f "$f" ] || continue
+	echo "--- $f"
+	sed -n '1,25p' "$f"
+done
 exit
 }

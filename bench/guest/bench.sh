@@ -237,6 +237,34 @@ reps() {
 	return 0
 }
 
+# profile: where the CPU goes on the hit path. perf samples every CPU (the
+# cpu-clock software event: a TCG guest has no PMU) while QD1 4k random
+# reads run on the warmed set; the text report, by symbol, goes to
+# raw/CASE.profile.CONT.txt (bench/run.sh prints the head of each).
+profile_job() {
+	local c=$1 n=$2 dev=$3 d=$B/tmp/perf.data o=$B/raw/$1.profile.$2.txt
+	command -v perf >/dev/null || { err "$c $n profile: no perf in the guest (BENCH_PROFILE=1)"; return 0; }
+	echo 0 >/proc/sys/kernel/kptr_restrict
+	echo -1 >/proc/sys/kernel/perf_event_paranoid
+	perf record -q -e cpu-clock -F 1999 -a -g -o "$d" -- \
+		fio --name=profile --filename="$dev" --ioengine=libaio --eta=never $R4K --iodepth=1 \
+		--offset=${HOT_OFF}M --size=${HOT_MB}M --time_based --runtime=$((RT * 2)) \
+		--output-format=terse >"$B/tmp/perf.fio" 2>"$B/tmp/perf.err" ||
+		{ err "$c $n profile: perf record failed: $(head -c 300 "$B/tmp/perf.err" | tr '\n' ' ')"; return 0; }
+	{
+		echo "# $n: $(awk -F';' '/^3;/ { printf "%.0f IOPS", $8 }' "$B/tmp/perf.fio"), 4k random read QD1"
+		perf report -i "$d" --stdio --no-children --sort dso,sym -g none --percent-limit 0.3 2>/dev/null |
+			grep -v '^#' | sed '/^$/d' | head -n 60
+		echo "# $n: callers of the top kernel symbols"
+		perf report -i "$d" --stdio --no-children --sort sym --percent-limit 2 2>/dev/null |
+			grep -v '^#' | sed '/^$/d' | head -n 200
+	} >"$o"
+	# kept for the host: perf report -i X.perf.data --kallsyms X.kallsyms
+	mv "$d" "$B/raw/$c.profile.$n.perf.data"
+	cp /proc/kallsyms "$B/raw/$c.profile.$n.kallsyms"
+	say "  profile: $(head -n 1 "$o")"
+}
+
 # ---------------------------------------------------------------------------
 # devices
 
@@ -380,7 +408,8 @@ R4K="--rw=randread --bs=4k --direct=1 --norandommap --randrepeat=0"
 # The throughput jobs, on one fresh contender.
 main_jobs() {
 	local c=$1 n=$2 jobs=$3 dev=$DEV regions=
-	if is_rcache "$n" && { has "$jobs" hit || has "$jobs" hitqd || has "$jobs" rw9010 || has "$jobs" seq1m-frag; }; then
+	if is_rcache "$n" && { has "$jobs" hit || has "$jobs" hitqd || has "$jobs" rw9010 ||
+		has "$jobs" seq1m-frag || has "$jobs" profile; }; then
 		warm "$c" hot "$n" "$dev" $HOT_OFF $HOT_MB 4k 6 || return 1
 		regions="$HOT_OFF:$HOT_MB"
 	fi
@@ -393,6 +422,9 @@ main_jobs() {
 		# shellcheck disable=SC2086
 		reps "$c" hitqd "$n" "$dev" $R4K --iodepth=16 --numjobs=2 \
 			--offset=${HOT_OFF}M --size=${HOT_MB}M --time_based --runtime="$RT" || return 1
+	fi
+	if has "$jobs" profile; then
+		profile_job "$c" "$n" "$dev" || return 1
 	fi
 	if has "$jobs" seq1m-frag; then
 		reps "$c" seq1m-frag "$n" "$dev" --rw=read --bs=1M --direct=1 --iodepth=4 \
@@ -582,7 +614,7 @@ jobs_for() { # jobs_for CONT CASEJOBS
 		case $n:$j in
 		raw-*:zipf|raw-*:scan|raw-*:mem) ;;
 		raw-origin:hitqd) ;;
-		dm-linear:hit|dm-linear:hitqd) res="$res $j" ;;
+		dm-linear:hit|dm-linear:hitqd|dm-linear:profile) res="$res $j" ;;
 		dm-linear:*) ;;
 		dm-writecache:randwrite|dm-writecache:rw9010) res="$res $j" ;;
 		dm-writecache:*) ;;
@@ -650,6 +682,7 @@ out "V kernel $(uname -r) $(uname -v | tr ' ' '_')"
 out "V fio $(fio --version)"
 out "V date $(date -u '+%Y-%m-%dT%H:%M:%SZ')"
 out "V cpus $(grep -c ^processor /proc/cpuinfo) $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1 | tr ' ' '_')"
+out "V clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 out "V mem_kib $(awk '/MemTotal/ { print $2 }' /proc/meminfo)"
 out "V params delay_ms=$DELAY_MS reps=$REPS rt=${RT}s zipf_rt=${ZRT}s cache_mb=$CACHE_MB bucket=$BUCKET"
 out "V origin $ORIGIN_DISK $(($(sectors "$ORIGIN_DISK") / MiB))MiB"
@@ -681,11 +714,17 @@ for CASE in $CASES; do
 	brd-hdd) CDEV=/dev/ram0 REFDEV='' DELAY=$DELAY_MS
 		JOBS="zipf randwrite rw9010 scan" ;;
 	brd-fast) CDEV=/dev/ram0 REFDEV=/dev/ram2 DELAY=0
-		JOBS="hit hitqd seq1m seq1m-frag bufseq mem" ;;
+		JOBS="hit hitqd seq1m seq1m-frag bufseq mem"
+		[ "$(bparam profile 0)" = 1 ] && JOBS="$JOBS profile" ;;
 	shm-fast) CDEV=$SHM_DISK REFDEV=$SHM_REF DELAY=0
 		JOBS="hit seq1m" ;;
 	*) err "$CASE all unknown case"; continue ;;
 	esac
+	# bench.jobs: only these of the case's jobs
+	only=$(bparam jobs '' | tr ',' ' ')
+	if [ -n "$only" ]; then
+		JOBS=$(for j in $JOBS; do has "$only" "$j" && echo "$j"; done | tr '\n' ' ')
+	fi
 	if [ -z "$CDEV" ]; then
 		err "$CASE all no cache device"
 		continue
