@@ -174,6 +174,7 @@ struct bch_stats {
 	atomic64_t	filled;		/* sectors indexed */
 	atomic64_t	retries;	/* cache reads redone on the origin */
 	atomic64_t	cache_errors;
+	atomic64_t	rewritten;	/* sectors of pieces made one extent */
 };
 
 /* What is cached, and where writes go. */

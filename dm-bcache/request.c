@@ -8,7 +8,9 @@
  * cache device; after it completes, the bucket's gen is checked again
  * and a read that raced with the bucket's reuse (or failed) is retried
  * from the origin. A miss is read from the origin; its data is copied
- * and written to the cache in the background, then indexed.
+ * and written to the cache in the background, then indexed. A read that
+ * found its data in many small pieces is rewritten the same way, as one
+ * extent.
  *
  * Writes complete when the origin has them. The cached range is punched
  * out of the index before the write is issued, and the write waits in
@@ -29,7 +31,8 @@ struct bch_io {
 	struct bch_target	*bt;
 	struct bvec_iter	iter;	/* the bio in origin sectors */
 	u64			ptr;	/* hit or cached write: cache sector */
-	u64			snap;	/* track.c snapshot */
+	u64			snap;	/* track.c, over [sector, +snap_sectors) */
+	u32			snap_sectors;
 	u32			inode;
 	u8			gen;
 	u8			kind;
@@ -37,6 +40,7 @@ struct bch_io {
 	u8			dirty;	/* hit: the key is dirty */
 	u8			fua;	/* dirty write: ack once journaled */
 	u8			fp;	/* origin write let go by fp_begin */
+	u8			rewrite; /* pieces: rewrite as one extent */
 	atomic_t		pieces;	/* BCH_IO_PIECES: clones in flight */
 	struct work_struct	work;
 };
@@ -59,10 +63,12 @@ struct bch_fill {
 	u64			sector;	/* origin */
 	u32			sectors;
 	u32			inode;
-	u64			snap;
+	u64			snap;	/* track.c, over [sector, +snap_sectors) */
+	u32			snap_sectors;
 	u64			ptr;	/* cached write: already written here */
 	u8			gen;
 	bool			written;
+	bool			rewrite; /* of pieces read from the cache */
 	unsigned int		nr_pages;
 	struct page		*pages[];
 };
@@ -79,6 +85,12 @@ struct bch_piece {
 
 /* Pieces of one read at most: 1 MiB of 4 KiB keys. */
 #define BCH_PIECES_MAX		256
+/*
+ * A clean read served by at least this many pieces is written back to the
+ * cache as one extent, so that the next read of the range takes one IO:
+ * data cached by small random reads is often read again in large ones.
+ */
+#define BCH_REWRITE_PIECES	8
 
 size_t bch_io_size(void)
 {
@@ -126,12 +138,13 @@ static void bch_fill_free(struct bch_fill *f)
  * Index [sector, sector + sectors) at @ptr if no write raced with the
  * data: called with the btree lock held for write.
  */
-static int bch_index(struct bch_target *bt, u32 inode, u64 sector,
-		     u32 sectors, u64 ptr, u8 gen, u64 snap)
+static int bch_index(struct bch_fill *f, u64 sector, u32 sectors, u64 ptr,
+		     u8 gen)
 {
+	struct bch_target *bt = f->bt;
 	struct bch_cache_set *set = bt->set;
 	struct bch_bkey k = {
-		.inode	= inode,
+		.inode	= f->inode,
 		.size	= sectors,
 		.end	= sector + sectors,
 		.ptr	= ptr,
@@ -140,8 +153,11 @@ static int bch_index(struct bch_target *bt, u32 inode, u64 sector,
 	int r;
 
 	lockdep_assert_held_write(&set->btree_lock);
-	if (inode == BCH_INODE_NONE || inode != bch_slot_inode(set, bt->slot) ||
-	    !bch_track_unchanged(bch_track_of(bt), sector, sectors, snap))
+	/* The snapshot's own range: a piece's would sum other regions. */
+	if (f->inode == BCH_INODE_NONE ||
+	    f->inode != bch_slot_inode(set, bt->slot) ||
+	    !bch_track_unchanged(bch_track_of(bt), f->sector, f->snap_sectors,
+				 f->snap))
 		return -EAGAIN;
 	r = bch_btree_insert(&set->btree, &k);
 	if (!r)
@@ -149,14 +165,16 @@ static int bch_index(struct bch_target *bt, u32 inode, u64 sector,
 	return r;
 }
 
-static void bch_index_done(struct bch_target *bt, u64 ptr, u32 sectors,
-			   int r)
+static void bch_index_done(struct bch_fill *f, u64 ptr, u32 sectors, int r)
 {
-	struct bch_cache_set *set = bt->set;
+	struct bch_target *bt = f->bt;
 
-	bch_alloc_done(set, ptr, r ? 0 : sectors);
-	if (!r)
-		atomic64_add(sectors, &bt->stats.filled);
+	bch_alloc_done(bt->set, ptr, r ? 0 : sectors);
+	if (r)
+		return;
+	atomic64_add(sectors, &bt->stats.filled);
+	if (f->rewrite)
+		atomic64_add(sectors, &bt->stats.rewritten);
 }
 
 /* Write the copied pages to the cache, piece by piece, and index them. */
@@ -172,9 +190,8 @@ static void bch_fill_work(struct work_struct *work)
 
 	if (f->written) {
 		down_write(&set->btree_lock);
-		r = bch_index(bt, f->inode, f->sector, f->sectors, f->ptr,
-			      f->gen, f->snap);
-		bch_index_done(bt, f->ptr, f->sectors, r);
+		r = bch_index(f, f->sector, f->sectors, f->ptr, f->gen);
+		bch_index_done(f, f->ptr, f->sectors, r);
 		up_write(&set->btree_lock);
 		goto out;
 	}
@@ -205,9 +222,8 @@ static void bch_fill_work(struct work_struct *work)
 
 		down_write(&set->btree_lock);
 		if (!r)
-			r = bch_index(bt, f->inode, f->sector + done, got, ptr,
-				      gen, f->snap);
-		bch_index_done(bt, ptr, got, r);
+			r = bch_index(f, f->sector + done, got, ptr, gen);
+		bch_index_done(f, ptr, got, r);
 		up_write(&set->btree_lock);
 		if (r)
 			break;
@@ -279,6 +295,8 @@ static void bch_fill_from_bio(struct bch_target *bt, struct bio *bio,
 	f->sectors = sectors;
 	f->inode = io->inode;
 	f->snap = io->snap;
+	f->snap_sectors = io->snap_sectors;
+	f->rewrite = io->kind == BCH_IO_PIECES;
 	__bio_for_each_segment(bv, bio, iter, io->iter) {
 		bch_fill_copy(f, off, &bv);
 		off += bv.bv_len;
@@ -312,6 +330,8 @@ static void bch_pieces_done(struct bch_target *bt, struct bio *bio,
 			    struct bch_io *io)
 {
 	if (!io->cache_error) {
+		if (io->rewrite)
+			bch_fill_from_bio(bt, bio, io);
 		bio_endio(bio);
 	} else if (io->dirty) {
 		/* As a lone dirty hit: an error, never the origin's data. */
@@ -404,12 +424,30 @@ static u32 bch_gather_hits(struct bch_target *bt, struct bio *bio, u32 inode,
 	return 0;
 }
 
-/* Send the gathered pieces; @bio completes when the last one does. */
+/*
+ * Whether @nr pieces are many for @sectors: a rewrite is split where it
+ * crosses buckets, and must leave markedly fewer pieces than it found,
+ * or a range read again and again would be rewritten every time.
+ */
+static bool bch_fragmented(struct bch_cache_set *set, u32 sectors,
+			   unsigned int nr)
+{
+	u32 after = DIV_ROUND_UP(sectors, set->bucket_size) + 1;
+
+	return nr >= BCH_REWRITE_PIECES && nr >= 2 * after;
+}
+
+/*
+ * Send the gathered pieces; @bio completes when the last one does. If
+ * @snapped (a track.c snapshot taken before the lookup), a clean read of
+ * enough pieces is rewritten as one extent.
+ */
 static int bch_read_pieces(struct bch_target *bt, struct bio *bio,
 			   struct bch_io *io, struct bio_list *clones,
-			   u32 sectors, bool dirty)
+			   u32 sectors, bool dirty, bool snapped)
 {
 	struct bch_cache_set *set = bt->set;
+	unsigned int nr = bio_list_size(clones);
 	struct bio *clone;
 
 	if (sectors < bio_sectors(bio))
@@ -417,8 +455,15 @@ static int bch_read_pieces(struct bch_target *bt, struct bio *bio,
 	io->iter = bio->bi_iter;
 	io->kind = BCH_IO_PIECES;
 	io->dirty = dirty;
-	atomic_set(&io->pieces, bio_list_size(clones));
+	atomic_set(&io->pieces, nr);
 	bch_seq_bypass(&bt->seq, io->iter.bi_sector, sectors);
+	/*
+	 * Streams too: the data is in the cache already, and re-reading
+	 * cached data in large IOs is what makes its fragments costly.
+	 */
+	io->rewrite = snapped && !dirty && bch_fragmented(set, sectors, nr) &&
+		      sectors <= BCH_FILL_MAX_SECTORS &&
+		      bch_aligned(bt, io->iter.bi_sector, sectors);
 	atomic64_inc(&bt->stats.read_hits);
 	while ((clone = bio_list_pop(clones))) {
 		bch_bucket_hit(set, clone->bi_iter.bi_sector, bio_sectors(clone));
@@ -434,7 +479,7 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	u64 sector = bio->bi_iter.bi_sector;
 	u32 sectors = bio_sectors(bio), gathered = 0;
 	enum bch_cache_mode mode = READ_ONCE(bt->mode);
-	bool bypass, failed = bch_cache_failed(set);
+	bool bypass, snapped = false, failed = bch_cache_failed(set);
 	struct bio_list clones;
 	struct bch_bkey k;
 	int hit;
@@ -447,6 +492,16 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 		bch_remap_origin(bt, bio);
 		return DM_MAPIO_REMAPPED;
 	}
+	/*
+	 * Pieces rewritten as one extent carry the data the lookup found:
+	 * unlike a miss's, whose origin read comes after the snapshot, their
+	 * snapshot must come before the lookup.
+	 */
+	if (sectors > set->block_size && mode != BCH_MODE_NONE && !failed) {
+		snapped = bch_track_read(bch_track_of(bt), sector, sectors,
+					 &io->snap);
+		io->snap_sectors = sectors;
+	}
 	bio_list_init(&clones);
 	down_read(&set->btree_lock);
 	hit = bch_btree_lookup(&set->btree, io->inode, sector,
@@ -458,7 +513,7 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	up_read(&set->btree_lock);
 	if (gathered)
 		return bch_read_pieces(bt, bio, io, &clones, gathered,
-				       k.flags & BCH_KEY_DIRTY);
+				       k.flags & BCH_KEY_DIRTY, snapped);
 	if (k.size < sectors) {
 		dm_accept_partial_bio(bio, k.size);
 		sectors = k.size;
@@ -496,8 +551,11 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 		atomic64_inc(&bt->stats.read_misses);
 		if (sectors <= BCH_FILL_MAX_SECTORS &&
 		    bch_aligned(bt, sector, sectors) &&
-		    bch_track_read(bch_track_of(bt), sector, sectors, &io->snap))
+		    bch_track_read(bch_track_of(bt), sector, sectors,
+				   &io->snap)) {
+			io->snap_sectors = sectors;
 			io->kind = BCH_IO_MISS;
+		}
 	}
 	bch_remap_origin(bt, bio);
 	return DM_MAPIO_REMAPPED;
@@ -719,6 +777,7 @@ int bch_map(struct dm_target *ti, struct bio *bio)
 	io->cache_error = 0;
 	io->dirty = 0;
 	io->fp = 0;
+	io->rewrite = 0;
 	if (!bio_sectors(bio)) {
 		/*
 		 * Flushes: writethrough data is on the origin, dirty data is
@@ -775,6 +834,7 @@ static void bch_write_done(struct bch_target *bt, struct bch_io *io,
 	f->sectors = sectors;
 	f->inode = io->inode;
 	f->snap = io->snap;
+	f->snap_sectors = sectors;
 	f->ptr = io->ptr;
 	f->gen = io->gen;
 	f->written = true;

@@ -22,7 +22,7 @@
 
 #include "dm-bcache.h"
 
-#define BCH_STATUS_VERSION	1
+#define BCH_STATUS_VERSION	2	/* 2: field 27, rewritten */
 #define BCH_SEQ_CUTOFF_DEFAULT	(4ULL << 20 >> SECTOR_SHIFT)	/* 4 MiB */
 
 struct bch_args {
@@ -299,7 +299,8 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 		       READ_ONCE(set->journal.seq), READ_ONCE(set->journal.used),
 		       set->journal.ring_sectors,
 		       atomic64_read(&set->checkpoints));
-		DMEMIT(" %lld", atomic64_read(&bt->wb.written));
+		DMEMIT(" %lld %lld", atomic64_read(&bt->wb.written),
+		       atomic64_read(&st->rewritten));
 		DMEMIT(" 7 sequential_cutoff %llu",
 		       READ_ONCE(bt->seq.cutoff) << SECTOR_SHIFT);
 		DMEMIT(" cache_priority_initial %u cache_priority_hit %u",

@@ -24,7 +24,7 @@ DOC_FIELDS='version block_size bucket_size buckets read_hits read_misses
 write_hits write_misses bypassed dirty mode slot origin_uuid state
 btree_depth btree_nodes gc_runs hit_ratio filled_sectors retries
 cache_errors invalidations journal_seq journal_used checkpoints
-written_back'
+written_back rewritten'
 # The "key value" pairs that follow the count of tunables, in order.
 DOC_TUNABLES='sequential_cutoff cache_priority_initial cache_priority_hit
 cache_priority_seek cache_priority_rescale writeback_percent
@@ -194,7 +194,7 @@ blank
 
 # --- the status line, field by field, as the guide describes it --------
 check_layout
-check_eq "version" 1 "$(sf version)"
+check_eq "version" 2 "$(sf version)"
 check_eq "block_size: sectors (make-bcache's 4 KiB default)" 8 "$(sf block_size)"
 check_eq "bucket_size: sectors (512 KiB)" 1024 "$(sf bucket_size)"
 b=$(sf buckets)
