@@ -112,11 +112,12 @@ static void bch_remap_origin(struct bch_target *bt, struct bio *bio)
 	bio_set_dev(bio, bt->origin_dev->bdev);
 }
 
-static bool bch_aligned(struct bch_target *bt, u64 sector, u32 sectors)
+/* Whether [sector, +sectors) may be copied into the cache in one fill. */
+static bool bch_fillable(struct bch_target *bt, u64 sector, u32 sectors)
 {
 	u32 mask = bt->set->block_size - 1;
 
-	return !((sector | sectors) & mask);
+	return sectors <= BCH_FILL_MAX_SECTORS && !((sector | sectors) & mask);
 }
 
 static void bch_fill_put(struct bch_target *bt)
@@ -462,8 +463,7 @@ static int bch_read_pieces(struct bch_target *bt, struct bio *bio,
 	 * cached data in large IOs is what makes its fragments costly.
 	 */
 	io->rewrite = snapped && !dirty && bch_fragmented(set, sectors, nr) &&
-		      sectors <= BCH_FILL_MAX_SECTORS &&
-		      bch_aligned(bt, io->iter.bi_sector, sectors);
+		      bch_fillable(bt, io->iter.bi_sector, sectors);
 	atomic64_inc(&bt->stats.read_hits);
 	while ((clone = bio_list_pop(clones))) {
 		bch_bucket_hit(set, clone->bi_iter.bi_sector, bio_sectors(clone));
@@ -549,8 +549,7 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 		atomic64_inc(&bt->stats.bypassed);
 	} else {
 		atomic64_inc(&bt->stats.read_misses);
-		if (sectors <= BCH_FILL_MAX_SECTORS &&
-		    bch_aligned(bt, sector, sectors) &&
+		if (bch_fillable(bt, sector, sectors) &&
 		    bch_track_read(bch_track_of(bt), sector, sectors,
 				   &io->snap)) {
 			io->snap_sectors = sectors;
@@ -717,8 +716,7 @@ static int bch_map_write(struct bch_target *bt, struct bio *bio,
 	bypass = bch_seq_bypass(&bt->seq, sector, sectors);
 	cache = bio_op(bio) == REQ_OP_WRITE && !bch_cache_failed(set) &&
 		io->inode != BCH_INODE_NONE &&
-		sectors <= BCH_FILL_MAX_SECTORS &&
-		bch_aligned(bt, sector, sectors);
+		bch_fillable(bt, sector, sectors);
 	if (cache && bypass) {
 		atomic64_inc(&bt->stats.bypassed);
 		cache = false;
