@@ -218,6 +218,7 @@ struct bch_target {
 	unsigned int		slot;
 	bool			persistent;	/* origin_uuid given */
 	enum bch_cache_mode	mode;		/* READ_ONCE: messages change it */
+	bool			rewrite;	/* rewrite_fragmented tunable */
 	struct bch_seq		seq;
 	struct bio_set		bs;		/* clones: cached writes, read pieces */
 	atomic_t		fills;		/* in flight */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * dm-bcache: the IO paths (writethrough).
+ * dm-bcache: the IO paths.
  *
  * Reads: the index is looked up for the first sector of the bio; dm is
  * told to accept only the piece that is wholly cached or wholly not, and
@@ -17,6 +17,8 @@
  * the journal until the hole is durable; where the write has its range
  * to itself, its data is also written to the cache and indexed after
  * both writes succeed. track.c decides which fills may be indexed.
+ * In writeback a write goes to the cache only and is indexed dirty;
+ * writeback.c copies it to the origin later.
  *
  * map() may sleep but must never wait for IO it issues itself: bios
  * submitted from here are queued until map() returns.
@@ -497,7 +499,8 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	 * unlike a miss's, whose origin read comes after the snapshot, their
 	 * snapshot must come before the lookup.
 	 */
-	if (sectors > set->block_size && mode != BCH_MODE_NONE && !failed) {
+	if (sectors > set->block_size && READ_ONCE(bt->rewrite) &&
+	    mode != BCH_MODE_NONE && !failed) {
 		snapped = bch_track_read(bch_track_of(bt), sector, sectors,
 					 &io->snap);
 		io->snap_sectors = sectors;

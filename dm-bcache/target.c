@@ -157,6 +157,7 @@ static int bch_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	bt->ti = ti;
 	ti->private = bt;
 	bch_seq_init(&bt->seq, BCH_SEQ_CUTOFF_DEFAULT);
+	bt->rewrite = true;
 	bch_writeback_init(bt);
 	r = bioset_init(&bt->bs, BIO_POOL_SIZE, bch_clone_front_pad(), 0);
 	if (r) {
@@ -301,7 +302,7 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 		       atomic64_read(&set->checkpoints));
 		DMEMIT(" %lld %lld", atomic64_read(&bt->wb.written),
 		       atomic64_read(&st->rewritten));
-		DMEMIT(" 7 sequential_cutoff %llu",
+		DMEMIT(" 8 sequential_cutoff %llu",
 		       READ_ONCE(bt->seq.cutoff) << SECTOR_SHIFT);
 		DMEMIT(" cache_priority_initial %u cache_priority_hit %u",
 		       set->prio.initial, set->prio.hit);
@@ -309,6 +310,7 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 		       set->prio.seek, set->prio.rescale);
 		DMEMIT(" writeback_percent %u writeback_running %u",
 		       READ_ONCE(bt->wb.percent), READ_ONCE(bt->wb.running));
+		DMEMIT(" rewrite_fragmented %u", READ_ONCE(bt->rewrite));
 		break;
 	case STATUSTYPE_TABLE:
 		mode = READ_ONCE(bt->mode);
@@ -351,6 +353,8 @@ static int bch_set_tunable(struct bch_target *bt, const char *key,
 		WRITE_ONCE(bt->wb.percent, v);
 	else if (!strcasecmp(key, "writeback_running") && v <= 1)
 		WRITE_ONCE(bt->wb.running, v);
+	else if (!strcasecmp(key, "rewrite_fragmented") && v <= 1)
+		WRITE_ONCE(bt->rewrite, v);
 	else
 		return -EINVAL;
 	if (bch_slot_dirty(bt))

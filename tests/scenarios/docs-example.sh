@@ -28,7 +28,7 @@ written_back rewritten'
 # The "key value" pairs that follow the count of tunables, in order.
 DOC_TUNABLES='sequential_cutoff cache_priority_initial cache_priority_hit
 cache_priority_seek cache_priority_rescale writeback_percent
-writeback_running'
+writeback_running rewrite_fragmented'
 # Messages besides the tunables.
 DOC_MESSAGES='invalidate gc flush cache_mode'
 # Optional table arguments.

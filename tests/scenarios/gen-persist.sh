@@ -25,6 +25,7 @@ if [ "$BOOT" = 1 ]; then
 	c0=$(dmb_stat c checkpoints)
 	check "region B evicts" rd b 16
 	check "region C evicts" rd c 32
+	info "status: $(dmsetup status c)"
 	check "buckets were reused" test "$(dmb_stat c invalidations)" -gt 64
 	info "checkpoints since A: $(( $(dmb_stat c checkpoints) - c0 ))"
 	crash_now

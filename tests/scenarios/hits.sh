@@ -62,15 +62,15 @@ check "served in at most 4 passes (256 without gathering)" \
 # aligned for O_DIRECT, and a buffered read is split by read-ahead.)
 # bios, not requests: the virtio disk's queue merges pieces adjacent on it
 cache_reads() { awk '{ print $1 + $2 }' "/sys/block/${cache#/dev/}/stat"; }
-read1m() { fio --name=m --filename=/dev/mapper/c --rw=read --bs=1M --offset=40M \
-	--size=1M --direct=1 --output=/tmp/m; }
+read1m() { fio --name=m --filename=/dev/mapper/c --rw=read --bs=1M \
+	--offset="${1:-40}M" --size=1M --direct=1 --output=/tmp/m; }
+cache4k() { fio --name=k --filename=/dev/mapper/c --rw=randread --bs=4k \
+	--offset="$1M" --size=1M --direct=1 --output=/tmp/k; }
 same40() { blockdev --flushbufs /dev/mapper/c && sh -c "
 	dd if=/dev/mapper/c bs=64k skip=640 count=16 2>/dev/null | md5sum >/tmp/a
 	dd if=$origin bs=64k skip=640 count=16 iflag=direct 2>/dev/null | md5sum >/tmp/b
 	cmp /tmp/a /tmp/b"; }
-check "cache 1 MiB of random data at 40M in 4k pieces" fio --name=k \
-	--filename=/dev/mapper/c --rw=randread --bs=4k --offset=40M --size=1M \
-	--direct=1 --output=/tmp/k
+check "cache 1 MiB of random data at 40M in 4k pieces" cache4k 40
 sleep 1
 c1=$(cache_reads); w1=$(dmb_stat c rewritten)
 check "one 1 MiB read" read1m
@@ -87,6 +87,22 @@ info "1 MiB rewritten: $((c3 - c2)) cache reads"
 check "now served by at most 4 cache reads" test $((c3 - c2)) -le 4
 check_eq "not rewritten again" $((w1 + 2048)) "$(dmb_stat c rewritten)"
 check "reread equals the origin" same40
+
+# The tunable: off, the same kind of read is left in its pieces; on
+# again, the next read rewrites it.
+check "rewrite_fragmented 0" dmsetup message c 0 rewrite_fragmented 0
+check_eq "... shown by status" 0 "$(dmb_tunable c rewrite_fragmented)"
+check "cache 1 MiB at 48M in 4k pieces" cache4k 48
+sleep 1
+w2=$(dmb_stat c rewritten)
+check "a 1 MiB read at 48M" read1m 48
+sleep 1
+check_eq "off: not rewritten" "$w2" "$(dmb_stat c rewritten)"
+check "rewrite_fragmented 1" dmsetup message c 0 rewrite_fragmented 1
+check "the 1 MiB read at 48M again" read1m 48
+sleep 1
+check_eq "on: rewritten" $((w2 + 2048)) "$(dmb_stat c rewritten)"
+check_fails "rewrite_fragmented 2 is refused" dmsetup message c 0 rewrite_fragmented 2
 
 # Writes: overwrite cached data, read the new data back.
 check "overwrite 4 MiB of the cached range" fio --name=o --filename=/dev/mapper/c \
