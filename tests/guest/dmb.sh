@@ -7,6 +7,7 @@
 #   dmb_stat NAME FIELD          one status field by name (Documentation/dm-bcache.rst)
 #   dmb_tunable NAME KEY         one tunable from the status line
 #   dmb_remove NAME              remove and refresh /dev/mapper
+#   dmb_settle NAME              wait until no checkpoint comes for a second
 #   dmesg_has TEXT               the kernel log mentions TEXT
 
 dmb_load() {
@@ -14,7 +15,7 @@ dmb_load() {
 }
 
 dmb_table() {
-	local name=$1 cache=$2 origin=$3
+	local name="$1" cache="$2" origin="$3"
 	shift 3
 	local n=$#
 	if [ "$n" -gt 0 ]; then
@@ -55,6 +56,23 @@ dmb_stat() {
 
 dmb_tunable() {
 	dmsetup status "$1" | tr ' ' '\n' | grep -A1 -x "$2" | tail -n 1
+}
+
+# A checkpoint empties the journal, and one may start after a test's last
+# write (the journal past half, or a GC that reclaim asked for): a crash
+# then has nothing to replay. Before a crash that must replay: settle,
+# checkpoint (message gc), write a little, check journal_used.
+dmb_settle() {
+	local i c n
+	c=$(dmb_stat "$1" checkpoints)
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		sleep 1
+		n=$(dmb_stat "$1" checkpoints)
+		[ "$n" = "$c" ] && return 0
+		c=$n
+	done
+	echo "dmb_settle: $1 still checkpointing after ${i}s" >&2
+	return 1
 }
 
 dmesg_has() {
