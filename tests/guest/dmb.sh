@@ -26,7 +26,7 @@ dmb_table() {
 }
 
 dmb_create() {
-	local name=$1
+	local name="$1"
 	dmsetup create "$name" --table "$(dmb_table "$@")" && dmsetup mknodes "$name"
 }
 
