@@ -9,6 +9,8 @@
 #   dmb_remove NAME              remove and refresh /dev/mapper
 #   dmb_settle NAME              wait until no checkpoint comes for a second
 #   dmesg_has TEXT               the kernel log mentions TEXT
+#   dmb_journal_entries CACHE    entries bcache-check finds to replay (0: none)
+#   dmb_replayed N               the kernel replayed N entries (0: nothing)
 
 dmb_load() {
 	check "modprobe dm-bcache" modprobe dm-bcache
@@ -77,6 +79,24 @@ dmb_settle() {
 
 dmesg_has() {
 	dmesg | grep -q -- "$1"
+}
+
+# After a crash, a checkpoint that came after the last write may have left
+# nothing to replay: run dmb_journal_entries before the create, and check
+# dmb_replayed with its count after it. The kernel must replay exactly the
+# entries the offline check finds.
+dmb_journal_entries() {
+	local n
+	n=$(bcache-check "$1" 2>/dev/null | sed -n 's/^journal: \([0-9]*\) entr.*/\1/p')
+	echo "${n:-0}"
+}
+
+dmb_replayed() {
+	if [ "$1" -gt 0 ]; then
+		dmesg_has "journal replayed: $1 entries"
+	else
+		! dmesg_has "journal replayed"
+	fi
 }
 
 # Read RANGE MiB at OFFSET MiB of a device with direct IO, 4k random or

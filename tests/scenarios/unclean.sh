@@ -35,8 +35,9 @@ case $BOOT in
 	;;
 2)
 	check "superblock says dirty" sh -c "bcache-super-show $cache | grep -q 'sb.flags	dirty'"
+	n=$(dmb_journal_entries "$cache")
 	check "create after the crash" dmb_create c "$cache" "$origin" origin_uuid $A
-	check "journal replayed" dmesg_has "journal replayed"
+	check "the kernel replayed the $n journal entries bcache-check found" dmb_replayed "$n"
 	check "reread" hot
 	check "data from before the crash was hit" test "$(dmb_stat c read_hits)" -gt 1000
 	check "device equals origin" dmb_same /dev/mapper/c "$origin"
@@ -52,7 +53,9 @@ case $BOOT in
 	crash_now
 	;;
 3)
+	n=$(dmb_journal_entries "$cache")
 	check "create after the second crash" dmb_create c "$cache" "$origin" origin_uuid $A
+	check "the kernel replayed the $n journal entries bcache-check found" dmb_replayed "$n"
 	check "reread" hot
 	check "still hits" test "$(dmb_stat c read_hits)" -gt 1000
 	check "device equals origin" dmb_same /dev/mapper/c "$origin"

@@ -92,9 +92,10 @@ case $BOOT in
 	crash_now
 	;;
 2)
+	n=$(dmb_journal_entries "$cache")
 	check "create after the crash" dmb_create c "$cache" "$origin" origin_uuid $U \
 		cache_mode writeback
-	check "journal replayed" dmesg_has "journal replayed"
+	check "the kernel replayed the $n journal entries bcache-check found" dmb_replayed "$n"
 	check "no bypass" dmsetup message c 0 sequential_cutoff 0
 	check "flushed dirty data survived" same_region /dev/mapper/c
 	check "flush" dmsetup message c 0 flush
