@@ -210,13 +210,20 @@ void bch_alloc_abort(struct bch_cache_set *set, u64 ptr)
 	atomic_dec(&set->buckets[ptr / set->bucket_size].pending);
 }
 
+/*
+ * A node for a split, or for a checkpoint or the replay (btree_drain).
+ * Splits leave a checkpoint the room to rewrite every node, itself
+ * included: else it would fail for want of buckets, and the writes the
+ * journal holds with it. A split that finds no room fails its insert,
+ * whose write waits for reclaim instead.
+ */
 int bch_alloc_btree(struct bch_cache_set *set, u64 *bucket, u8 *gen)
 {
 	struct bch_bucket *b;
 	int r = 0;
 
 	spin_lock(&set->alloc_lock);
-	if (!set->nr_free) {
+	if (set->nr_free <= (set->btree_drain ? 0 : set->nr_btree + 1)) {
 		r = -ENOSPC;
 		goto out;
 	}

@@ -72,6 +72,17 @@ struct bch_prio_tunables {
 	u64		rescale;	/* sectors of IO between 7/8 rescales */
 };
 
+/*
+ * Writes in flight per slot (track.c): every write, for the fills that
+ * must not insert data older than one; and writes bound for the origin,
+ * which a writeback batch must not land after.
+ */
+enum bch_track_kind {
+	BCH_TRACK_ALL,
+	BCH_TRACK_ORIGIN,
+	BCH_TRACKS,
+};
+
 /* In-core state of a UUID slot that is not on disk. */
 struct bch_slot {
 	unsigned int		holders;	/* tables using the slot */
@@ -88,7 +99,7 @@ struct bch_slot {
 	bool			fp_flagged;	/* FP_WRITING is on disk */
 	bool			fp_wanted;	/* a write waits for that */
 	unsigned int		fp_writes;	/* let go, not completed */
-	struct bch_track	*track;		/* writes racing with fills */
+	struct bch_track	*track;		/* BCH_TRACKS: enum bch_track_kind */
 	atomic64_t		dirty;		/* sectors; exact after GC */
 	u64			gc_dirty;	/* counted by the GC pass */
 };
@@ -131,6 +142,8 @@ struct bch_cache_set {
 	bool			need_gc;
 	unsigned long		gc_allowed;	/* jiffies: reclaim's next GC */
 	bool			gc_running;
+	/* Nodes may take the last free buckets (btree lock held for write). */
+	bool			btree_drain;
 
 	/* The index: readers under read, inserts/GC/flush under write. */
 	struct rw_semaphore	btree_lock;
@@ -139,9 +152,7 @@ struct bch_cache_set {
 	struct mutex		checkpoint_lock;	/* one at a time */
 	atomic64_t		checkpoints;
 
-	/* Writes held until the UUID table has dropped what they overwrite. */
 	spinlock_t		uuid_waiters_lock;
-	struct bio_list		uuid_waiters;
 	struct bio_list		fp_waiters;	/* writes for FP_WRITING */
 
 	struct workqueue_struct	*wq;
@@ -199,6 +210,8 @@ struct bch_writeback {
 	struct bch_wb_range	ranges[BCH_WB_EXTENTS];
 	unsigned int		nr_ranges;
 	struct bio_list		waiters;	/* origin writes into ranges */
+	struct bio_list		held;		/* origin writes to try again */
+	bool			stopped;	/* the table is not live */
 	struct work_struct	resubmit_work;	/* sends them on */
 	void			*buf;		/* one batch of data */
 	u64			cursor;		/* origin sector to go on from */
@@ -226,6 +239,16 @@ struct bch_target {
 	struct bch_writeback	wb;
 };
 
+static inline struct bch_track *bch_track_of(struct bch_target *bt)
+{
+	return &bt->set->slots[bt->slot].track[BCH_TRACK_ALL];
+}
+
+static inline struct bch_track *bch_origin_track_of(struct bch_target *bt)
+{
+	return &bt->set->slots[bt->slot].track[BCH_TRACK_ORIGIN];
+}
+
 /* super.c */
 struct bch_cache_set *bch_set_get(struct dm_target *ti, struct block_device *bdev,
 				  char **error);
@@ -250,8 +273,6 @@ int bch_slot_attach(struct bch_cache_set *set, struct bch_target *bt,
 void bch_slot_detach(struct bch_cache_set *set, struct bch_target *bt,
 		     bool live);
 int bch_slot_invalidate(struct bch_cache_set *set, unsigned int slot);
-void bch_slot_invalidate_nowait(struct bch_cache_set *set, unsigned int slot,
-				struct bio *waiter);
 int bch_slot_invalidate_all(struct bch_cache_set *set);
 bool bch_slot_fp_begin(struct bch_cache_set *set, unsigned int slot,
 		       struct bio *bio);
@@ -284,6 +305,7 @@ void bch_alloc_persist_done(struct bch_cache_set *set, bool ok);
 /* index.c */
 int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost);
 int bch_checkpoint(struct bch_cache_set *set);
+bool bch_checkpoint_retry(int r);
 void bch_index_free(struct bch_cache_set *set);
 
 /* gc.c */
@@ -307,6 +329,7 @@ const char *bch_mode_name(enum bch_cache_mode mode);
 /* request.c */
 void bch_release_bio(struct bio *bio, blk_status_t status);
 void bch_write_resume(struct bio *bio);
+void bch_write_range(struct bio *bio, u64 *start, u64 *end);
 size_t bch_io_size(void);
 unsigned int bch_clone_front_pad(void);
 int bch_map(struct dm_target *ti, struct bio *bio);
@@ -322,6 +345,9 @@ u64 bch_wb_target_of(struct bch_target *bt);
 int bch_writeback_flush(struct bch_target *bt);
 bool bch_writeback_park(struct bch_target *bt, struct bio *bio, u64 start,
 			u64 end);
+void bch_writeback_hold(struct bch_target *bt, struct bio *bio, bool later);
+void bch_writeback_stop(struct bch_target *bt);
+void bch_writeback_start(struct bch_target *bt);
 u64 bch_slot_dirty(struct bch_target *bt);
 
 /* prio.c */

@@ -11,6 +11,8 @@
  * checkpoint (index.c), and last_gc moves only once that is durable, so
  * no key on disk is ever more than 2 * BCH_GC_GEN_MAX gens behind.
  */
+#include <linux/delay.h>
+
 #include "dm-bcache.h"
 
 static void bch_gc_mark(struct bch_btree *b, const struct bch_bkey *k,
@@ -80,9 +82,15 @@ static void bch_gc_work(struct work_struct *work)
 	struct bch_cache_set *set = container_of(work, struct bch_cache_set,
 						 gc_work);
 
-	bch_checkpoint(set);
+	int r = bch_checkpoint(set);
+
 	/* Buckets may be reclaimable now. */
 	queue_work(set->wq, &set->reclaim_work);
+	if (bch_checkpoint_retry(r)) {
+		/* Writes wait for it: give reclaim and writeback a moment. */
+		msleep(100);
+		queue_work(set->wq, &set->gc_work);
+	}
 }
 
 void bch_gc_init(struct bch_cache_set *set)

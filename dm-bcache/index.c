@@ -143,7 +143,9 @@ int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost)
 	}
 	if (!*lost) {
 		down_write(&set->btree_lock);
+		set->btree_drain = true;
 		r = bch_journal_walk(set, bch_replay_insert, NULL, &end);
+		set->btree_drain = false;
 		up_write(&set->btree_lock);
 		if (r) {
 			DMWARN("%s: cannot replay the journal (%d): cached data invalidated",
@@ -167,8 +169,9 @@ int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost)
  * Make the index durable and empty the journal: GC, write every dirty
  * node, then point the superblock at the new root and past the journal.
  * Node buckets the old checkpoint named are freed only after that, and
- * last_gc moves only then. If it fails, every origin is invalidated
- * before the writes it held go on, so none of them can leave stale data.
+ * last_gc moves only then. If the device fails it, every origin is
+ * invalidated before the writes it held go on, so none of them can leave
+ * stale data.
  */
 int bch_checkpoint(struct bch_cache_set *set)
 {
@@ -184,10 +187,12 @@ int bch_checkpoint(struct bch_cache_set *set)
 
 	mutex_lock(&set->checkpoint_lock);
 	down_write(&set->btree_lock);
+	set->btree_drain = true;
 	bch_journal_checkpoint_start(set, &seq, &pos);
 	r = bch_gc_pass(set);
 	if (!r)
 		r = bch_btree_flush(&set->btree);
+	set->btree_drain = false;
 	if (!r) {
 		bch_btree_root(&set->btree, &root, &level);
 		mutex_lock(&set->lock);
@@ -212,20 +217,33 @@ int bch_checkpoint(struct bch_cache_set *set)
 	if (!r) {
 		bch_alloc_checkpoint_done(set);
 		atomic64_inc(&set->checkpoints);
+	} else if (bch_checkpoint_retry(r)) {
+		/*
+		 * What is on disk stays in force, and the writes the journal
+		 * holds wait for a checkpoint that succeeds: bch_gc_work()
+		 * tries again.
+		 */
+		DMWARN_LIMIT("%s: checkpoint failed (%d): writes held, retrying",
+			     set->name, r);
 	} else {
 		DMERR("%s: checkpoint failed (%d): invalidating every origin",
 		      set->name, r);
-		if (r != -ENOSPC)
-			bch_cache_io_error(set, true);
+		bch_cache_io_error(set, true);
 		bch_slot_invalidate_all(set);
 	}
 	/* Under the lock: no key may slip in between the index and this. */
-	bch_journal_checkpoint_end(set, !r, &waiters);
+	bch_journal_checkpoint_end(set, r, &waiters);
 	up_write(&set->btree_lock);
 
 	bch_journal_checkpoint_release(set, !r, &waiters);
 	mutex_unlock(&set->checkpoint_lock);
 	return r;
+}
+
+/* A checkpoint failed for want of memory or buckets, not of the device. */
+bool bch_checkpoint_retry(int r)
+{
+	return r == -ENOMEM || r == -ENOSPC;
 }
 
 void bch_index_free(struct bch_cache_set *set)

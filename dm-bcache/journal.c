@@ -507,24 +507,37 @@ void bch_journal_checkpoint_start(struct bch_cache_set *set, u64 *seq,
 }
 
 /*
- * The checkpoint is durable (@ok) or failed. Called before the btree lock
+ * The checkpoint is durable (!@r) or failed. Called before the btree lock
  * is released: a key added after that must be journaled, and a flush
  * parked after that must wait for its entry, not for this checkpoint,
  * which does not hold the key. The writes it held are handed back in
  * @waiters, for bch_journal_checkpoint_release() once the lock is gone.
+ *
+ * If it failed for want of memory or buckets, the keys it took from the
+ * current entry are in no entry: the journal overflows, so that what is
+ * on disk stays a prefix of the insert order, and the writes stay held
+ * for the retry.
  */
-void bch_journal_checkpoint_end(struct bch_cache_set *set, bool ok,
+void bch_journal_checkpoint_end(struct bch_cache_set *set, int r,
 				struct bio_list *waiters)
 {
 	struct bch_journal *j = &set->journal;
 
 	lockdep_assert_held_write(&set->btree_lock);
+	bio_list_init(waiters);
 	spin_lock(&j->lock);
-	if (ok) {
+	j->blocked = false;
+	if (!r) {
 		j->used = 0;
 		j->overflow = false;
+	} else if (bch_checkpoint_retry(r)) {
+		if (!j->overflow) {
+			j->overflow = true;
+			j->overflows++;
+		}
+		spin_unlock(&j->lock);
+		return;
 	}
-	j->blocked = false;
 	*waiters = j->cp_waiters;
 	bio_list_init(&j->cp_waiters);
 	spin_unlock(&j->lock);

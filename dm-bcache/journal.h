@@ -78,7 +78,7 @@ void bch_journal_kick(struct bch_cache_set *set);
 bool bch_journal_barrier(struct bch_cache_set *set, struct bio *bio);
 void bch_journal_checkpoint_start(struct bch_cache_set *set, u64 *seq,
 				  u64 *pos);
-void bch_journal_checkpoint_end(struct bch_cache_set *set, bool ok,
+void bch_journal_checkpoint_end(struct bch_cache_set *set, int r,
 				struct bio_list *waiters);
 void bch_journal_checkpoint_release(struct bch_cache_set *set, bool ok,
 				    struct bio_list *waiters);

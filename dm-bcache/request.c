@@ -42,6 +42,7 @@ struct bch_io {
 	u8			dirty;	/* hit: the key is dirty */
 	u8			fua;	/* dirty write: ack once journaled */
 	u8			fp;	/* origin write let go by fp_begin */
+	u8			origin;	/* counted in bch_origin_track_of() */
 	u8			rewrite; /* pieces: rewrite as one extent */
 	atomic_t		pieces;	/* BCH_IO_PIECES: clones in flight */
 	struct work_struct	work;
@@ -102,11 +103,6 @@ size_t bch_io_size(void)
 unsigned int bch_clone_front_pad(void)
 {
 	return offsetof(struct bch_piece, bio);
-}
-
-static struct bch_track *bch_track_of(struct bch_target *bt)
-{
-	return bt->set->slots[bt->slot].track;
 }
 
 static void bch_remap_origin(struct bch_target *bt, struct bio *bio)
@@ -482,7 +478,9 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	u32 sectors = bio_sectors(bio), gathered = 0;
 	enum bch_cache_mode mode = READ_ONCE(bt->mode);
 	bool bypass, snapped = false, failed = bch_cache_failed(set);
+	bool fill = false;
 	struct bio_list clones;
+	u64 miss_snap = 0;
 	struct bch_bkey k;
 	int hit;
 
@@ -513,6 +511,17 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	    ((k.flags & BCH_KEY_DIRTY) || mode != BCH_MODE_NONE))
 		gathered = bch_gather_hits(bt, bio, io->inode, &k,
 					   &clones);
+	/*
+	 * A miss's snapshot, under the same lock as the lookup: a write that
+	 * was indexed before it is in the lookup's answer, one that is not
+	 * yet is in flight or starts later, and either fails the fill. Taken
+	 * after the lock, a dirty write could be indexed and complete in
+	 * between, and the fill would index the origin's older data over it.
+	 */
+	if (!hit && !failed && mode != BCH_MODE_NONE &&
+	    bch_fillable(bt, sector, k.size))
+		fill = bch_track_read(bch_track_of(bt), sector, k.size,
+				      &miss_snap);
 	up_read(&set->btree_lock);
 	if (gathered)
 		return bch_read_pieces(bt, bio, io, &clones, gathered,
@@ -552,9 +561,8 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 		atomic64_inc(&bt->stats.bypassed);
 	} else {
 		atomic64_inc(&bt->stats.read_misses);
-		if (bch_fillable(bt, sector, sectors) &&
-		    bch_track_read(bch_track_of(bt), sector, sectors,
-				   &io->snap)) {
+		if (fill) {
+			io->snap = miss_snap;
 			io->snap_sectors = sectors;
 			io->kind = BCH_IO_MISS;
 		}
@@ -563,16 +571,44 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	return DM_MAPIO_REMAPPED;
 }
 
+/* What bch_punch() did with a write bound for the origin. */
+enum {
+	BCH_PUNCH_NONE,		/* nothing cached: the write may go */
+	BCH_PUNCH_QUEUED,	/* the write waits for the hole's journal entry */
+	BCH_PUNCH_DIRTY,	/* dirty data there: nothing done */
+	BCH_PUNCH_RETRY,	/* no memory or room for the hole: try later */
+};
+
+/* Whether the index holds dirty data in [start, end): btree lock held. */
+static bool bch_range_dirty(struct bch_cache_set *set, u32 inode, u64 start,
+			    u64 end)
+{
+	struct bch_bkey k;
+
+	while (start < end) {
+		if (bch_btree_lookup(&set->btree, inode, start, end, &k) &&
+		    (k.flags & BCH_KEY_DIRTY))
+			return true;
+		if (WARN_ON_ONCE(!k.size))
+			break;
+		start += k.size;
+	}
+	return false;
+}
+
 /*
- * Punch [sector, +sectors) out of the index, or drop the origin if we
- * can't. Called after the write was counted in by track.c: a fill that
+ * Punch [sector, +sectors) out of the index. Called after the write was counted in by track.c: a fill that
  * has not inserted yet will fail its check, and one that has is seen by
  * the lookup, so nothing cached is missed by looking under the read lock.
- * Returns false if nothing was cached; else @bio (remapped to the origin)
- * now waits until the hole is durable and is sent on from there.
+ *
+ * Dirty data is never punched: until the origin has the write, a read
+ * of the range would find the origin's older data, and a crash after the
+ * hole is durable would lose both. The caller has it written back first;
+ * the check is under the write lock, so that no dirty write indexed
+ * before the hole can be dropped by it.
  */
-static bool bch_punch(struct bch_target *bt, struct bio *bio, u32 inode,
-		      u64 sector, u32 sectors)
+static int bch_punch(struct bch_target *bt, struct bio *bio, u32 inode,
+		     u64 sector, u32 sectors)
 {
 	struct bch_cache_set *set = bt->set;
 	struct bch_bkey hole = {
@@ -583,27 +619,38 @@ static bool bch_punch(struct bch_target *bt, struct bio *bio, u32 inode,
 	};
 	struct bch_bkey k;
 	bool cached;
+	int r;
 
 	if (inode == BCH_INODE_NONE)
-		return false;
+		return BCH_PUNCH_NONE;
 	down_read(&set->btree_lock);
 	cached = bch_btree_lookup(&set->btree, inode, sector, sector + sectors,
 				  &k) || k.size < sectors;
 	up_read(&set->btree_lock);
 	if (!cached)
-		return false;
+		return BCH_PUNCH_NONE;
 
 	down_write(&set->btree_lock);
-	if (!bch_btree_insert(&set->btree, &hole)) {
-		bch_journal_add(set, &hole, bio);
-	} else {
-		/* Nothing stale may survive: drop the whole origin. */
-		DMWARN_LIMIT("%s: index insert failed: invalidating slot %u",
-			     set->name, bt->slot);
-		bch_slot_invalidate_nowait(set, bt->slot, bio);
+	if (bch_slot_dirty(bt) &&
+	    bch_range_dirty(set, inode, sector, sector + sectors)) {
+		up_write(&set->btree_lock);
+		return BCH_PUNCH_DIRTY;
 	}
+	r = bch_btree_insert(&set->btree, &hole);
+	if (!r)
+		bch_journal_add(set, &hole, bio);
 	up_write(&set->btree_lock);
-	return true;
+	if (r) {
+		/*
+		 * A node split found no memory or no bucket: the write waits
+		 * and tries again, as GC, reclaim and writeback make room.
+		 * Dropping the slot instead would drop its dirty data.
+		 */
+		DMWARN_LIMIT("%s: index insert failed (%d): write held",
+			     set->name, r);
+		return BCH_PUNCH_RETRY;
+	}
+	return BCH_PUNCH_QUEUED;
 }
 
 static void bch_cache_write_endio(struct bio *clone)
@@ -645,33 +692,54 @@ static void bch_write_to_cache(struct bch_target *bt, struct bio *bio,
 
 /*
  * The origin's part of a write: wait for a writeback batch over the
- * range (and, over the fingerprint, for BCH_UUID_FP_WRITING), punch the
- * range out of the index, send the write on. Returns a
- * DM_MAPIO_* code: REMAPPED means the caller sends the bio.
+ * range (and, over the fingerprint, for BCH_UUID_FP_WRITING), have dirty
+ * data in the range written back, punch the range out of the index, send
+ * the write on. Each wait ends in bch_write_resume(), which comes back
+ * here. Returns a DM_MAPIO_* code: REMAPPED means the caller sends the
+ * bio.
+ *
+ * The write counts itself in as bound for the origin before it checks
+ * for a batch, and out while it waits: see writeback.c.
  */
 static int bch_write_origin(struct bch_target *bt, struct bio *bio,
 			    struct bch_io *io)
 {
-	u64 sector = io->iter.bi_sector;
+	struct bch_track *origin = bch_origin_track_of(bt);
+	u64 sector = io->iter.bi_sector, snap;
 	u32 sectors = io->iter.bi_size >> SECTOR_SHIFT;
+	int r;
 
+	bch_track_write_start(origin, sector, sectors, &snap);
 	if (bch_writeback_park(bt, bio, sector, sector + sectors))
-		return DM_MAPIO_SUBMITTED;
+		goto parked;
 	if (bch_cache_failed(bt->set)) {
 		atomic64_inc(&bt->stats.bypassed);
-		return DM_MAPIO_REMAPPED;
+		goto go;
 	}
-	if (sector < BCH_FINGERPRINT_SECTORS) {
+	if (sector < BCH_FINGERPRINT_SECTORS && !io->fp) {
 		if (!bch_slot_fp_begin(bt->set, bt->slot, bio))
-			return DM_MAPIO_SUBMITTED;
+			goto parked;
 		io->fp = 1;
 	}
-	if (bch_punch(bt, bio, io->inode, sector, sectors)) {
+	r = bch_punch(bt, bio, io->inode, sector, sectors);
+	if (r == BCH_PUNCH_DIRTY || r == BCH_PUNCH_RETRY) {
+		bch_track_write_end(origin, sector, sectors);
+		bch_writeback_hold(bt, bio, r == BCH_PUNCH_RETRY);
+		return DM_MAPIO_SUBMITTED;
+	}
+	io->origin = 1;
+	if (r == BCH_PUNCH_QUEUED) {
 		atomic64_inc(&bt->stats.write_hits);
 		return DM_MAPIO_SUBMITTED;
 	}
 	atomic64_inc(&bt->stats.write_misses);
 	return DM_MAPIO_REMAPPED;
+go:
+	io->origin = 1;
+	return DM_MAPIO_REMAPPED;
+parked:
+	bch_track_write_end(origin, sector, sectors);
+	return DM_MAPIO_SUBMITTED;
 }
 
 /*
@@ -759,6 +827,15 @@ void bch_release_bio(struct bio *bio, blk_status_t status)
 	}
 }
 
+/* The origin range of a write waiting in writeback.c. */
+void bch_write_range(struct bio *bio, u64 *start, u64 *end)
+{
+	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
+
+	*start = io->iter.bi_sector;
+	*end = *start + (io->iter.bi_size >> SECTOR_SHIFT);
+}
+
 /* A write that waited for a writeback batch: it may punch now. */
 void bch_write_resume(struct bio *bio)
 {
@@ -778,6 +855,7 @@ int bch_map(struct dm_target *ti, struct bio *bio)
 	io->cache_error = 0;
 	io->dirty = 0;
 	io->fp = 0;
+	io->origin = 0;
 	io->rewrite = 0;
 	if (!bio_sectors(bio)) {
 		/*
@@ -816,6 +894,9 @@ static void bch_write_done(struct bch_target *bt, struct bch_io *io,
 	struct bch_fill *f = NULL;
 
 	bch_track_write_end(bch_track_of(bt), io->iter.bi_sector, sectors);
+	if (io->origin)
+		bch_track_write_end(bch_origin_track_of(bt),
+				    io->iter.bi_sector, sectors);
 	if (io->fp)
 		bch_slot_fp_end(set, bt->slot);
 	if (io->kind != BCH_IO_WRITE_CACHED)
@@ -875,6 +956,8 @@ static void bch_dirty_index_work(struct work_struct *work)
 		.gen	= io->gen,
 		.flags	= BCH_KEY_DIRTY,
 	};
+	/* Once the journal holds the bio, it may complete and be freed. */
+	bool fua = io->fua;
 	int r = -EAGAIN;
 
 	down_write(&set->btree_lock);
@@ -885,7 +968,7 @@ static void bch_dirty_index_work(struct work_struct *work)
 		atomic64_add(sectors, &set->slots[bt->slot].dirty);
 		atomic64_add(sectors, &bt->stats.filled);
 		io->kind = BCH_IO_ACK;
-		bch_journal_add(set, &k, io->fua ? bio : NULL);
+		bch_journal_add(set, &k, fua ? bio : NULL);
 	} else {
 		bch_alloc_done(set, io->ptr, 0);
 	}
@@ -895,12 +978,13 @@ static void bch_dirty_index_work(struct work_struct *work)
 		bch_dirty_to_origin(bt, bio, io);
 		return;
 	}
-	if (!io->fua)
-		bio_endio(bio);
+	/* Before the bio ends: a suspend waits for it, then stops the worker. */
 	if (bch_slot_dirty(bt) > bch_wb_target_of(bt))
 		bch_writeback_kick(bt);
 	else
 		bch_writeback_soon(bt);
+	if (!fua)
+		bio_endio(bio);
 }
 
 static void bch_dirty_error_work(struct work_struct *work)

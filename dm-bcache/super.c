@@ -280,7 +280,6 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 	refcount_set(&set->ref, 1);
 	mutex_init(&set->lock);
 	spin_lock_init(&set->uuid_waiters_lock);
-	bio_list_init(&set->uuid_waiters);
 	bio_list_init(&set->fp_waiters);
 	set->dev = bdev->bd_dev;
 	set->bdev = bdev;

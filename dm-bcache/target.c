@@ -113,10 +113,13 @@ static void bch_dtr(struct dm_target *ti)
 		 * Not on a reload: the new table holds the slot and writes back.
 		 */
 		if (bch_slot_dirty(bt) && !bch_cache_failed(bt->set) &&
-		    bt->set->slots[bt->slot].holders == 1 &&
-		    bch_writeback_flush(bt))
-			DMWARN("%s: slot %u: dirty data left in the cache",
-			       bt->set->name, bt->slot);
+		    bt->set->slots[bt->slot].holders == 1) {
+			bch_writeback_start(bt);
+			if (bch_writeback_flush(bt))
+				DMWARN("%s: slot %u: dirty data left in the cache",
+				       bt->set->name, bt->slot);
+		}
+		bch_writeback_stop(bt);
 		bch_writeback_exit(bt);
 		bch_wait_fills(bt);
 		bch_slot_detach(bt->set, bt,
@@ -234,7 +237,7 @@ static void bch_postsuspend(struct dm_target *ti)
 {
 	struct bch_target *bt = ti->private;
 
-	cancel_delayed_work_sync(&bt->wb.work);
+	bch_writeback_stop(bt);
 	bch_wait_fills(bt);
 }
 
@@ -242,6 +245,7 @@ static void bch_resume(struct dm_target *ti)
 {
 	struct bch_target *bt = ti->private;
 
+	bch_writeback_start(bt);
 	/* Dirty data from before (a crash, another mode) drains now. */
 	if (bch_slot_dirty(bt))
 		bch_writeback_kick(bt);

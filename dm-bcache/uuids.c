@@ -274,13 +274,14 @@ int bch_slot_attach(struct bch_cache_set *set, struct bch_target *bt,
 	bt->slot = i;
 	if (s->holders)
 		goto held;
-	s->track = kzalloc(sizeof(*s->track), GFP_KERNEL);
+	s->track = kcalloc(BCH_TRACKS, sizeof(*s->track), GFP_KERNEL);
 	if (!s->track) {
 		*error = "cannot allocate the write tracker";
 		r = -ENOMEM;
 		goto out;
 	}
-	bch_track_init(s->track);
+	bch_track_init(&s->track[BCH_TRACK_ALL]);
+	bch_track_init(&s->track[BCH_TRACK_ORIGIN]);
 	s->md = md;
 	s->origin = origin->bd_dev;
 	s->bdev = origin;
@@ -380,29 +381,6 @@ int bch_slot_invalidate_all(struct bch_cache_set *set)
 }
 
 /*
- * For the IO path, which must not wait for metadata IO: drop the slot's
- * data in memory now, write the UUID table from the workqueue. @waiter,
- * a write the dropped data would contradict, is sent on after that.
- */
-void bch_slot_invalidate_nowait(struct bch_cache_set *set, unsigned int slot,
-				struct bio *waiter)
-{
-	struct bch_uuid_disk *u = &set->uuids[slot];
-	unsigned long flags;
-
-	mutex_lock(&set->lock);
-	if (!bch_slot_bump_epoch(u))	/* exhausted: the slot caches nothing */
-		WRITE_ONCE(u->flags, u->flags & ~cpu_to_le32(BCH_UUID_VALID));
-	mutex_unlock(&set->lock);
-	if (waiter) {
-		spin_lock_irqsave(&set->uuid_waiters_lock, flags);
-		bio_list_add(&set->uuid_waiters, waiter);
-		spin_unlock_irqrestore(&set->uuid_waiters_lock, flags);
-	}
-	queue_work(set->wq, &set->uuid_work);
-}
-
-/*
  * Writes to the first sectors of an origin. The slot's fingerprint of them
  * tells at attach whether the origin changed while it was detached; after
  * a crash amid our own writes there it would not match, and the slot's
@@ -482,9 +460,9 @@ void bch_slot_fp_end(struct bch_cache_set *set, unsigned int slot)
 }
 
 /*
- * Write the UUID table for the IO path: after invalidations, for writes
- * waiting for BCH_UUID_FP_WRITING, for fingerprints that changed, or for
- * a cache device that failed.
+ * Write the UUID table for the IO path: for writes waiting for
+ * BCH_UUID_FP_WRITING, for fingerprints that changed, or for a cache
+ * device that failed.
  */
 void bch_uuids_work(struct work_struct *work)
 {
@@ -492,7 +470,7 @@ void bch_uuids_work(struct work_struct *work)
 						 uuid_work);
 	DECLARE_BITMAP(flag, BCH_UUID_SLOTS);
 	DECLARE_BITMAP(refresh, BCH_UUID_SLOTS);
-	struct bio_list waiters, fp_waiters;
+	struct bio_list fp_waiters;
 	unsigned int i;
 	struct bio *bio;
 	int r;
@@ -505,8 +483,6 @@ void bch_uuids_work(struct work_struct *work)
 	bitmap_zero(refresh, BCH_UUID_SLOTS);
 	mutex_lock(&set->lock);
 	spin_lock_irq(&set->uuid_waiters_lock);
-	waiters = set->uuid_waiters;
-	bio_list_init(&set->uuid_waiters);
 	fp_waiters = set->fp_waiters;
 	bio_list_init(&set->fp_waiters);
 	for (i = 0; i < BCH_UUID_SLOTS; i++) {
@@ -544,8 +520,6 @@ void bch_uuids_work(struct work_struct *work)
 	spin_unlock_irq(&set->uuid_waiters_lock);
 	mutex_unlock(&set->lock);
 
-	while ((bio = bio_list_pop(&waiters)))
-		bch_release_bio(bio, BLK_STS_OK);
 	while ((bio = bio_list_pop(&fp_waiters)))
 		bch_write_resume(bio);
 }

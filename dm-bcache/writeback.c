@@ -27,6 +27,7 @@
 
 #define BCH_WB_DELAY		HZ
 #define BCH_WB_ERROR_DELAY	(5 * HZ)
+#define BCH_WB_RETRY_DELAY	(HZ / 10)
 #define BCH_WB_PERCENT_DEFAULT	10
 
 struct bch_wb_extent {
@@ -51,18 +52,81 @@ u64 bch_wb_target_of(struct bch_target *bt)
 		       READ_ONCE(bt->wb.percent), 100);
 }
 
+/*
+ * Queue the worker (@now: move it forward) unless the table is suspended:
+ * only the live table writes back (bch_writeback_stop()).
+ */
+static void bch_wb_queue(struct bch_target *bt, unsigned long delay, bool now)
+{
+	struct bch_writeback *wb = &bt->wb;
+
+	spin_lock(&wb->lock);
+	if (!wb->stopped) {
+		if (now)
+			mod_delayed_work(bt->set->wq, &wb->work, delay);
+		else
+			queue_delayed_work(bt->set->wq, &wb->work, delay);
+	}
+	spin_unlock(&wb->lock);
+}
+
 void bch_writeback_kick(struct bch_target *bt)
 {
-	mod_delayed_work(bt->set->wq, &bt->wb.work, 0);
+	bch_wb_queue(bt, 0, true);
 }
 
 /* There is dirty data: make sure a batch comes, at the slow pace. */
 void bch_writeback_soon(struct bch_target *bt)
 {
-	queue_delayed_work(bt->set->wq, &bt->wb.work, BCH_WB_DELAY);
+	bch_wb_queue(bt, BCH_WB_DELAY, false);
 }
 
-/* Park @bio, bound for the origin, if it overlaps the batch in flight. */
+/*
+ * The table is suspended or going away: no batch may start from here on,
+ * whoever kicks the worker. No IO of the table is in flight, so no write
+ * waits for a batch.
+ */
+void bch_writeback_stop(struct bch_target *bt)
+{
+	spin_lock(&bt->wb.lock);
+	bt->wb.stopped = true;
+	spin_unlock(&bt->wb.lock);
+	cancel_delayed_work_sync(&bt->wb.work);
+}
+
+void bch_writeback_start(struct bch_target *bt)
+{
+	spin_lock(&bt->wb.lock);
+	bt->wb.stopped = false;
+	spin_unlock(&bt->wb.lock);
+}
+
+/*
+ * @bio, bound for the origin, found dirty data in its range: it waits
+ * until a batch has written that back, then tries again. @later: it
+ * could not be indexed (no memory, no bucket): it tries again after a
+ * while, whatever the batch.
+ */
+void bch_writeback_hold(struct bch_target *bt, struct bio *bio, bool later)
+{
+	struct bch_writeback *wb = &bt->wb;
+
+	spin_lock(&wb->lock);
+	bio_list_add(&wb->held, bio);
+	/* Not stopped: the table is live while one of its writes is held. */
+	if (later)
+		queue_delayed_work(bt->set->wq, &wb->work, BCH_WB_RETRY_DELAY);
+	else
+		mod_delayed_work(bt->set->wq, &wb->work, 0);
+	spin_unlock(&wb->lock);
+}
+
+/*
+ * Park @bio, bound for the origin, if it overlaps the batch in flight.
+ * Always under the lock: a batch being collected is published only at
+ * its end, and a write that counted itself in after the batch checked its
+ * range must see that range.
+ */
 bool bch_writeback_park(struct bch_target *bt, struct bio *bio, u64 start,
 			u64 end)
 {
@@ -70,8 +134,6 @@ bool bch_writeback_park(struct bch_target *bt, struct bio *bio, u64 start,
 	bool parked = false;
 	unsigned int i;
 
-	if (!READ_ONCE(wb->nr_ranges))
-		return false;
 	spin_lock(&wb->lock);
 	for (i = 0; i < wb->nr_ranges; i++) {
 		if (start < wb->ranges[i].end && wb->ranges[i].start < end) {
@@ -94,68 +156,102 @@ static void bch_wb_resubmit_work(struct work_struct *work)
 	spin_lock(&wb->lock);
 	list = wb->waiters;
 	bio_list_init(&wb->waiters);
+	bio_list_merge(&list, &wb->held);
+	bio_list_init(&wb->held);
 	spin_unlock(&wb->lock);
 	while ((bio = bio_list_pop(&list)))
 		bch_write_resume(bio);
 }
 
+/* A batch being collected. */
+struct bch_wb_batch {
+	struct bch_wb_extent	*ext;
+	unsigned int		nr;
+	u64			sectors;
+	bool			found;	/* dirty data seen, taken or not */
+};
+
+static bool bch_wb_full(struct bch_wb_batch *b)
+{
+	return b->nr == BCH_WB_EXTENTS || b->sectors >= BCH_WB_BATCH_SECTORS;
+}
+
 /*
- * Take the next batch of dirty extents from the cursor on, wrapping once.
- * False if the walk went all the way round and found nothing dirty. Under
- * the btree read lock, so no hole can remove a key between the lookup and
- * the registration of its range.
+ * Add the dirty extents of [pos, end) to @b until it is full; returns
+ * where it stopped. An extent that a write bound for the origin is in
+ * flight over is left for a later batch: it goes first. Writes to the
+ * cache need no such care: a dirty write that replaces an extent being
+ * copied only keeps it from being marked clean.
  */
-static bool bch_wb_collect(struct bch_target *bt, struct bch_wb_extent *ext,
-			   unsigned int *nr)
+static u64 bch_wb_collect_range(struct bch_target *bt, u32 inode,
+				struct bch_wb_batch *b, u64 pos, u64 end)
 {
 	struct bch_cache_set *set = bt->set;
 	struct bch_writeback *wb = &bt->wb;
-	struct bch_track *t = set->slots[bt->slot].track;
-	u32 inode = bch_slot_inode(set, bt->slot);
-	u64 from = wb->cursor, pos = from, end = bt->ti->len, snap, sectors = 0;
-	bool found = false, wrapped = false;
+	struct bch_track *t = bch_origin_track_of(bt);
+	struct bch_wb_extent *e;
 	struct bch_bkey k;
+	u64 snap;
 
-	*nr = 0;
-	if (inode == BCH_INODE_NONE)
-		return false;
-	down_read(&set->btree_lock);
-	spin_lock(&wb->lock);
-	while (*nr < BCH_WB_EXTENTS && sectors < BCH_WB_BATCH_SECTORS) {
-		if (pos >= end) {
-			if (wrapped || !from)
-				break;
-			pos = 0;
-			wrapped = true;
-		}
-		if (wrapped && pos >= from)
-			break;
+	while (pos < end && !bch_wb_full(b)) {
 		if (bch_btree_lookup(&set->btree, inode, pos, end, &k) &&
 		    (k.flags & BCH_KEY_DIRTY)) {
-			found = true;
-			k.size = min_t(u64, k.size, BCH_WB_BATCH_SECTORS - sectors);
-			/* A write in flight here goes first; a later walk sees it. */
+			b->found = true;
+			k.size = min_t(u64, k.size,
+				       BCH_WB_BATCH_SECTORS - b->sectors);
 			if (bch_track_read(t, pos, k.size, &snap)) {
-				ext[*nr].start = pos;
-				ext[*nr].size = k.size;
-				ext[*nr].ptr = k.ptr;
-				ext[*nr].gen = k.gen;
-				wb->ranges[*nr].start = pos;
-				wb->ranges[*nr].end = pos + k.size;
-				(*nr)++;
-				sectors += k.size;
+				e = &b->ext[b->nr];
+				e->start = pos;
+				e->size = k.size;
+				e->ptr = k.ptr;
+				e->gen = k.gen;
+				wb->ranges[b->nr].start = pos;
+				wb->ranges[b->nr].end = pos + k.size;
+				b->nr++;
+				b->sectors += k.size;
 			}
 		}
 		if (WARN_ON_ONCE(!k.size))
 			break;
 		pos += k.size;
 	}
-	WRITE_ONCE(wb->nr_ranges, *nr);
+	return pos;
+}
+
+/*
+ * Take the next batch of dirty extents: first those that writes bound for
+ * the origin wait for, then from the cursor on, wrapping once. False if
+ * nothing dirty was found. Under the btree read lock, so no hole can
+ * remove a key between the lookup and the registration of its range, and
+ * under the writeback lock, so that a write parks on the batch (see
+ * bch_writeback_park()).
+ */
+static bool bch_wb_collect(struct bch_target *bt, struct bch_wb_batch *b)
+{
+	struct bch_cache_set *set = bt->set;
+	struct bch_writeback *wb = &bt->wb;
+	u32 inode = bch_slot_inode(set, bt->slot);
+	u64 from = wb->cursor, end = bt->ti->len, pos;
+	struct bio *bio;
+
+	if (inode == BCH_INODE_NONE)
+		return false;
+	down_read(&set->btree_lock);
+	spin_lock(&wb->lock);
+	bio_list_for_each(bio, &wb->held) {
+		u64 start, end;
+
+		bch_write_range(bio, &start, &end);
+		bch_wb_collect_range(bt, inode, b, start, end);
+	}
+	pos = bch_wb_collect_range(bt, inode, b, from, end);
+	if (pos >= end && from)
+		pos = bch_wb_collect_range(bt, inode, b, 0, from);
+	WRITE_ONCE(wb->nr_ranges, b->nr);
 	wb->cursor = pos < end ? pos : 0;
 	spin_unlock(&wb->lock);
 	up_read(&set->btree_lock);
-	return found || *nr == BCH_WB_EXTENTS ||
-	       sectors >= BCH_WB_BATCH_SECTORS;
+	return b->found || bch_wb_full(b);
 }
 
 /* Mark the extents clean where the index still has them dirty. */
@@ -230,42 +326,58 @@ out:
 	return r;
 }
 
+static bool bch_wb_waiting(struct bch_writeback *wb)
+{
+	bool waiting;
+
+	spin_lock(&wb->lock);
+	waiting = !bio_list_empty(&wb->held);
+	spin_unlock(&wb->lock);
+	return waiting;
+}
+
 static void bch_wb_work(struct work_struct *work)
 {
 	struct bch_writeback *wb = container_of(to_delayed_work(work),
 						struct bch_writeback, work);
 	struct bch_target *bt = container_of(wb, struct bch_target, wb);
 	struct bch_cache_set *set = bt->set;
-	struct bch_wb_extent *ext;
+	struct bch_wb_batch b = {};
 	unsigned long delay = BCH_WB_DELAY;
-	unsigned int nr;
-	bool found;
+	bool waiting = bch_wb_waiting(wb);
 	s64 before;
 	int r = 0;
 
 	if (bch_cache_failed(set) || !bch_slot_dirty(bt) ||
-	    (!READ_ONCE(wb->running) && !atomic_read(&wb->flushing)))
+	    (!READ_ONCE(wb->running) && !atomic_read(&wb->flushing) &&
+	     !waiting)) {
+		/* Writes waiting for a batch try again: they go now. */
+		if (waiting)
+			queue_work(set->wq, &wb->resubmit_work);
 		goto out;
-	ext = kmalloc_array(BCH_WB_EXTENTS, sizeof(*ext), GFP_KERNEL);
+	}
+	b.ext = kmalloc_array(BCH_WB_EXTENTS, sizeof(*b.ext), GFP_NOIO);
 	if (!wb->buf)
-		wb->buf = vmalloc(BCH_WB_BATCH_SECTORS << SECTOR_SHIFT);
-	if (!ext || !wb->buf) {
-		kfree(ext);
+		wb->buf = __vmalloc(BCH_WB_BATCH_SECTORS << SECTOR_SHIFT,
+				    GFP_NOIO);
+	if (!b.ext || !wb->buf) {
+		kfree(b.ext);
+		delay = HZ / 10;
 		goto again;
 	}
 
 	before = atomic64_read(&set->slots[bt->slot].dirty);
-	found = bch_wb_collect(bt, ext, &nr);
-	if (nr) {
-		r = bch_wb_copy(bt, ext, nr);
+	bch_wb_collect(bt, &b);
+	if (b.nr) {
+		r = bch_wb_copy(bt, b.ext, b.nr);
 		if (!r)
-			bch_wb_mark_clean(bt, ext, nr);
+			bch_wb_mark_clean(bt, b.ext, b.nr);
 	}
 	spin_lock(&wb->lock);
 	WRITE_ONCE(wb->nr_ranges, 0);
 	spin_unlock(&wb->lock);
 	queue_work(set->wq, &wb->resubmit_work);
-	kfree(ext);
+	kfree(b.ext);
 
 	wb->error = r;
 	if (r) {
@@ -274,7 +386,7 @@ static void bch_wb_work(struct work_struct *work)
 		delay = BCH_WB_ERROR_DELAY;
 		goto again;
 	}
-	if (!found) {
+	if (!b.found && !bch_wb_full(&b)) {
 		/*
 		 * A whole walk found nothing dirty: the count is exact now,
 		 * unless a dirty write was indexed meanwhile.
@@ -285,11 +397,12 @@ static void bch_wb_work(struct work_struct *work)
 		delay = 0;
 		goto again;
 	}
-	if (atomic_read(&wb->flushing) || bch_slot_dirty(bt) > bch_wb_target_of(bt) ||
+	if (waiting || atomic_read(&wb->flushing) ||
+	    bch_slot_dirty(bt) > bch_wb_target_of(bt) ||
 	    READ_ONCE(set->nr_free) < (set->nbuckets - set->first_bucket) / 16)
-		delay = nr ? 0 : HZ / 10;
+		delay = b.nr ? 0 : HZ / 100;
 again:
-	queue_delayed_work(set->wq, &wb->work, delay);
+	bch_wb_queue(bt, delay, false);
 out:
 	wake_up_all(&wb->wait);
 }
@@ -300,6 +413,8 @@ int bch_writeback_flush(struct bch_target *bt)
 	struct bch_writeback *wb = &bt->wb;
 	int r;
 
+	if (READ_ONCE(wb->stopped))
+		return -EBUSY;	/* suspended: nothing would write back */
 	atomic_inc(&wb->flushing);
 	bch_writeback_kick(bt);
 	r = wait_event_interruptible(wb->wait, !bch_slot_dirty(bt) ||
@@ -321,7 +436,9 @@ int bch_writeback_init(struct bch_target *bt)
 	INIT_WORK(&wb->resubmit_work, bch_wb_resubmit_work);
 	spin_lock_init(&wb->lock);
 	bio_list_init(&wb->waiters);
+	bio_list_init(&wb->held);
 	init_waitqueue_head(&wb->wait);
+	wb->stopped = true;	/* until the table is resumed */
 	wb->percent = BCH_WB_PERCENT_DEFAULT;
 	wb->running = true;
 	return 0;
