@@ -14,6 +14,8 @@ tools:
 	@mkdir -p $(BUILD)/tools
 	$(CC) -O2 -Wall -Wextra -Werror -static -pthread \
 		-o $(BUILD)/tools/dmb-stress tests/tools/dmb-stress.c
+	$(CC) -O2 -Wall -Wextra -Werror -static -pthread \
+		-o $(BUILD)/tools/dmb-overlap tests/tools/dmb-overlap.c
 	$(CC) -O2 -Wall -Wextra -Werror -static \
 		-o $(BUILD)/tools/dmb-replay-log tests/tools/dmb-replay-log.c
 	$(CC) -O2 -Wall -Wextra -Werror -static \
