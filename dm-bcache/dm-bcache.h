@@ -100,6 +100,7 @@ struct bch_slot {
 	bool			fp_wanted;	/* a write waits for that */
 	unsigned int		fp_writes;	/* let go, not completed */
 	struct bch_track	*track;		/* BCH_TRACKS: enum bch_track_kind */
+	u32			inode;		/* bch_slot_inode() */
 	atomic64_t		dirty;		/* sectors; exact after GC */
 	u64			gc_dirty;	/* counted by the GC pass */
 };
@@ -304,8 +305,10 @@ void bch_alloc_persist_done(struct bch_cache_set *set, bool ok);
 
 /* index.c */
 int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost);
+int bch_index_insert(struct bch_cache_set *set, const struct bch_bkey *k);
 int bch_checkpoint(struct bch_cache_set *set);
 bool bch_checkpoint_retry(int r);
+int bch_checkpoint_sync(struct bch_cache_set *set);
 void bch_index_free(struct bch_cache_set *set);
 
 /* gc.c */
@@ -320,6 +323,13 @@ void bch_cache_io_error(struct bch_cache_set *set, bool write);
 static inline bool bch_cache_failed(struct bch_cache_set *set)
 {
 	return READ_ONCE(set->failed);
+}
+
+/* Whether slot @i may hold dirty data (its count is exact after GC). */
+static inline bool bch_slot_dirty_left(struct bch_cache_set *set,
+				       unsigned int i)
+{
+	return atomic64_read(&set->slots[i].dirty) > 0;
 }
 
 /* target.c */
@@ -349,6 +359,15 @@ void bch_writeback_hold(struct bch_target *bt, struct bio *bio, bool later);
 void bch_writeback_stop(struct bch_target *bt);
 void bch_writeback_start(struct bch_target *bt);
 u64 bch_slot_dirty(struct bch_target *bt);
+
+/* fault.c: test hooks */
+enum bch_fault_point {
+	BCH_FAULT_INSERT,
+	BCH_FAULT_CHECKPOINT,
+	BCH_FAULTS,
+};
+
+bool bch_fault(enum bch_fault_point point);
 
 /* prio.c */
 int bch_prios_read(struct bch_cache_set *set, char **error);

@@ -7,6 +7,8 @@
  * the allocator needs a GC, and at open and close. Between checkpoints
  * every insert is journaled (journal.c).
  */
+#include <linux/delay.h>
+
 #include "bset.h"
 #include "dm-bcache.h"
 
@@ -165,6 +167,14 @@ int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost)
 	return 0;
 }
 
+/* An insert of the IO path, the writeback worker or a fill. */
+int bch_index_insert(struct bch_cache_set *set, const struct bch_bkey *k)
+{
+	if (bch_fault(BCH_FAULT_INSERT))
+		return -ENOMEM;
+	return bch_btree_insert(&set->btree, k);
+}
+
 /*
  * Make the index durable and empty the journal: GC, write every dirty
  * node, then point the superblock at the new root and past the journal.
@@ -189,7 +199,7 @@ int bch_checkpoint(struct bch_cache_set *set)
 	down_write(&set->btree_lock);
 	set->btree_drain = true;
 	bch_journal_checkpoint_start(set, &seq, &pos);
-	r = bch_gc_pass(set);
+	r = bch_fault(BCH_FAULT_CHECKPOINT) ? -ENOMEM : bch_gc_pass(set);
 	if (!r)
 		r = bch_btree_flush(&set->btree);
 	set->btree_drain = false;
@@ -237,6 +247,20 @@ int bch_checkpoint(struct bch_cache_set *set)
 
 	bch_journal_checkpoint_release(set, !r, &waiters);
 	mutex_unlock(&set->checkpoint_lock);
+	return r;
+}
+
+/*
+ * A checkpoint that must be taken now (open, close): a failure for want
+ * of memory is retried for a while, as the IO path's are by bch_gc_work().
+ */
+int bch_checkpoint_sync(struct bch_cache_set *set)
+{
+	unsigned int tries = 50;
+	int r;
+
+	while (bch_checkpoint_retry(r = bch_checkpoint(set)) && --tries)
+		msleep(100);
 	return r;
 }
 

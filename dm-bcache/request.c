@@ -158,7 +158,7 @@ static int bch_index(struct bch_fill *f, u64 sector, u32 sectors, u64 ptr,
 	    !bch_track_unchanged(bch_track_of(bt), f->sector, f->snap_sectors,
 				 f->snap))
 		return -EAGAIN;
-	r = bch_btree_insert(&set->btree, &k);
+	r = bch_index_insert(set, &k);
 	if (!r)
 		bch_journal_add(set, &k, NULL);
 	return r;
@@ -534,17 +534,16 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	/* After the split: the rest comes back as a bio of its own. */
 	bypass = bch_seq_bypass(&bt->seq, sector, sectors);
 
-	if (hit && (k.flags & BCH_KEY_DIRTY) && failed) {
-		/* The only copy is on a failed device: never the origin's. */
-		atomic64_inc(&bt->stats.cache_errors);
-		return DM_MAPIO_KILL;
-	}
 	if (!(hit && (k.flags & BCH_KEY_DIRTY)) &&
 	    (failed || mode == BCH_MODE_NONE)) {
 		atomic64_inc(&bt->stats.bypassed);
 		bch_remap_origin(bt, bio);
 		return DM_MAPIO_REMAPPED;
 	}
+	/*
+	 * Dirty data is read from a failed device too: it is the only copy,
+	 * and if it cannot be read the read fails, never with older data.
+	 */
 	if (hit) {
 		io->kind = BCH_IO_HIT;
 		io->dirty = !!(k.flags & BCH_KEY_DIRTY);
@@ -631,12 +630,14 @@ static int bch_punch(struct bch_target *bt, struct bio *bio, u32 inode,
 		return BCH_PUNCH_NONE;
 
 	down_write(&set->btree_lock);
+	/* Unless it cannot be: a failed device whose batches fail. */
 	if (bch_slot_dirty(bt) &&
+	    !(bch_cache_failed(set) && READ_ONCE(bt->wb.error)) &&
 	    bch_range_dirty(set, inode, sector, sector + sectors)) {
 		up_write(&set->btree_lock);
 		return BCH_PUNCH_DIRTY;
 	}
-	r = bch_btree_insert(&set->btree, &hole);
+	r = bch_index_insert(set, &hole);
 	if (!r)
 		bch_journal_add(set, &hole, bio);
 	up_write(&set->btree_lock);
@@ -712,7 +713,8 @@ static int bch_write_origin(struct bch_target *bt, struct bio *bio,
 	bch_track_write_start(origin, sector, sectors, &snap);
 	if (bch_writeback_park(bt, bio, sector, sector + sectors))
 		goto parked;
-	if (bch_cache_failed(bt->set)) {
+	/* Dirty data on a failed device is still written back, and punched. */
+	if (bch_cache_failed(bt->set) && !bch_slot_dirty(bt)) {
 		atomic64_inc(&bt->stats.bypassed);
 		goto go;
 	}
@@ -962,7 +964,7 @@ static void bch_dirty_index_work(struct work_struct *work)
 
 	down_write(&set->btree_lock);
 	if (io->inode == bch_slot_inode(set, bt->slot))
-		r = bch_btree_insert(&set->btree, &k);
+		r = bch_index_insert(set, &k);
 	if (!r) {
 		bch_alloc_done_dirty(set, io->ptr, sectors);
 		atomic64_add(sectors, &set->slots[bt->slot].dirty);
@@ -975,6 +977,9 @@ static void bch_dirty_index_work(struct work_struct *work)
 	up_write(&set->btree_lock);
 
 	if (r) {
+		if (r != -EAGAIN)
+			DMWARN_LIMIT("%s: dirty write not indexed (%d): sent to the origin",
+				     set->name, r);
 		bch_dirty_to_origin(bt, bio, io);
 		return;
 	}

@@ -378,7 +378,7 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 	mutex_unlock(&set->lock);
 	/* The replayed index on disk, the journal empty. */
 	if (!r)
-		r = bch_checkpoint(set);
+		r = bch_checkpoint_sync(set);
 	if (r) {
 		*error = "cannot write the cache metadata";
 		goto err;
@@ -414,7 +414,7 @@ static void bch_set_close(struct bch_cache_set *set)
 			bch_failed_add(set);
 		r = -EIO;
 	} else {
-		r = bch_checkpoint(set);
+		r = bch_checkpoint_sync(set);
 	}
 	mutex_lock(&set->lock);
 	if (!r)

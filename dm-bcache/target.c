@@ -112,7 +112,7 @@ static void bch_dtr(struct dm_target *ti)
 		 * Removing the table writes back what it can; the rest stays.
 		 * Not on a reload: the new table holds the slot and writes back.
 		 */
-		if (bch_slot_dirty(bt) && !bch_cache_failed(bt->set) &&
+		if (bch_slot_dirty(bt) &&
 		    bt->set->slots[bt->slot].holders == 1) {
 			bch_writeback_start(bt);
 			if (bch_writeback_flush(bt))
@@ -388,6 +388,25 @@ static int bch_message_mode(struct bch_target *bt, const char *name)
 	return r;
 }
 
+/*
+ * Drop the origin's cached data, never its dirty data: that is written
+ * back first, and refused in writeback, where new dirty data would come
+ * between the flush and the drop.
+ */
+static int bch_message_invalidate(struct bch_target *bt)
+{
+	int r;
+
+	if (READ_ONCE(bt->mode) == BCH_MODE_WRITEBACK) {
+		DMWARN("invalidate would drop dirty data: leave cache_mode writeback first");
+		return -EBUSY;
+	}
+	r = bch_writeback_flush(bt);
+	if (r)
+		return r;
+	return bch_slot_invalidate(bt->set, bt->slot);
+}
+
 static int bch_message(struct dm_target *ti, unsigned int argc, char **argv,
 		       char *result, unsigned int maxlen)
 {
@@ -395,7 +414,7 @@ static int bch_message(struct dm_target *ti, unsigned int argc, char **argv,
 	int r = -EINVAL;
 
 	if (argc == 1 && !strcasecmp(argv[0], "invalidate"))
-		r = bch_slot_invalidate(bt->set, bt->slot);
+		r = bch_message_invalidate(bt);
 	else if (argc == 1 && !strcasecmp(argv[0], "flush"))
 		r = bch_writeback_flush(bt);
 	else if (argc == 1 && !strcasecmp(argv[0], "gc"))

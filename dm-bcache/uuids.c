@@ -45,6 +45,37 @@ int bch_uuids_read(struct bch_cache_set *set, char **error)
 	return r;
 }
 
+static bool bch_slot_valid(struct bch_uuid_disk *u)
+{
+	return le32_to_cpu(u->flags) & BCH_UUID_VALID;
+}
+
+/* The inode of the slot's keys now; one no key has for a free slot. */
+u32 bch_slot_inode(struct bch_cache_set *set, unsigned int slot)
+{
+	return READ_ONCE(set->slots[slot].inode);
+}
+
+/*
+ * Make the table's epochs the ones the index and the IO path go by. Only
+ * once they are on disk (or at open, before any IO): a write that found
+ * nothing to punch under a new epoch, then a crash before the table was
+ * written, would bring the old epoch back with data older than the write.
+ */
+static void bch_slots_publish(struct bch_cache_set *set)
+{
+	unsigned int i;
+
+	for (i = 0; i < BCH_UUID_SLOTS; i++) {
+		struct bch_uuid_disk *u = &set->uuids[i];
+		u32 inode = BCH_INODE_NONE;
+
+		if (bch_slot_valid(u))
+			inode = le32_to_cpu(u->epoch) << BCH_INODE_SLOT_BITS | i;
+		WRITE_ONCE(set->slots[i].inode, inode);
+	}
+}
+
 int bch_uuids_write(struct bch_cache_set *set)
 {
 	struct bch_sb_disk *sb = set->sb;
@@ -60,22 +91,10 @@ int bch_uuids_write(struct bch_cache_set *set)
 	sb->uuid_csum_other = sb->uuid_csum;
 	sb->uuid_csum = cpu_to_le32(bch_crc32c(set->uuids,
 					       bch_uuid_bytes(set)));
-	return bch_sb_write(set);
-}
-
-static bool bch_slot_valid(struct bch_uuid_disk *u)
-{
-	return le32_to_cpu(u->flags) & BCH_UUID_VALID;
-}
-
-/* The inode of the slot's keys now; one no key has for a free slot. */
-u32 bch_slot_inode(struct bch_cache_set *set, unsigned int slot)
-{
-	struct bch_uuid_disk *u = &set->uuids[slot];
-
-	if (!(le32_to_cpu(READ_ONCE(u->flags)) & BCH_UUID_VALID))
-		return BCH_INODE_NONE;
-	return le32_to_cpu(READ_ONCE(u->epoch)) << BCH_INODE_SLOT_BITS | slot;
+	r = bch_sb_write(set);
+	if (!r)
+		bch_slots_publish(set);
+	return r;
 }
 
 /*
@@ -89,7 +108,7 @@ static bool bch_slot_bump_epoch(struct bch_uuid_disk *u)
 
 	if (epoch + 1 >= BCH_INODE_EPOCH_MAX)
 		return false;
-	WRITE_ONCE(u->epoch, cpu_to_le32(epoch + 1));
+	u->epoch = cpu_to_le32(epoch + 1);
 	u->flags &= ~cpu_to_le32(BCH_UUID_FINGERPRINT);
 	return true;
 }
@@ -126,6 +145,7 @@ void bch_uuids_recover(struct bch_cache_set *set, bool trusted)
 			bch_slot_free(u);
 		u->flags &= ~cpu_to_le32(BCH_UUID_ATTACHED);
 	}
+	bch_slots_publish(set);
 }
 
 static int bch_slot_find(struct bch_cache_set *set, const u8 *uuid)
@@ -348,36 +368,55 @@ out:
 	mutex_unlock(&set->lock);
 }
 
+/* Drop a slot's data; the IO path sees the new epoch once it is on disk. */
 int bch_slot_invalidate(struct bch_cache_set *set, unsigned int slot)
 {
 	struct bch_uuid_disk *u = &set->uuids[slot];
-	int r;
+	struct bch_uuid_disk old;
+	int r = -EOVERFLOW;
 
 	mutex_lock(&set->lock);
-	r = bch_slot_bump_epoch(u) ? bch_uuids_write(set) : -EOVERFLOW;
+	old = *u;
+	if (bch_slot_bump_epoch(u)) {
+		r = bch_uuids_write(set);
+		if (r)
+			*u = old;	/* what is on disk stays in force */
+	}
 	mutex_unlock(&set->lock);
 	return r;
 }
 
-/* Drop every slot's data, on disk as well if the device still takes it. */
+/*
+ * The cache device failed: drop every slot's data, on disk as well if
+ * the device still takes it, except the dirty data still to be written
+ * back (writeback.c goes on while it can): dropped, a read would find
+ * the origin's older data. Returns the slots left, or an error.
+ */
 int bch_slot_invalidate_all(struct bch_cache_set *set)
 {
-	unsigned int i;
+	unsigned int i, left = 0;
 	int r;
 
 	mutex_lock(&set->lock);
 	for (i = 0; i < BCH_UUID_SLOTS; i++) {
 		struct bch_uuid_disk *u = &set->uuids[i];
 
-		if (bch_slot_valid(u) && !bch_slot_bump_epoch(u))
-			WRITE_ONCE(u->flags, u->flags & ~cpu_to_le32(BCH_UUID_VALID));
+		if (!bch_slot_valid(u) || bch_slot_dirty_left(set, i))
+			continue;
+		if (!bch_slot_bump_epoch(u))
+			u->flags &= ~cpu_to_le32(BCH_UUID_VALID);
 	}
+	for (i = 0; i < BCH_UUID_SLOTS; i++)
+		left += bch_slot_valid(&set->uuids[i]) &&
+			bch_slot_dirty_left(set, i);
 	r = bch_uuids_write(set);
 	if (r)
 		DMERR("%s: cannot write the UUID table: cached data may be stale on disk",
 		      set->name);
+	/* Written or not: the failed device serves nothing clean. */
+	bch_slots_publish(set);
 	mutex_unlock(&set->lock);
-	return r;
+	return r ?: left;
 }
 
 /*
@@ -422,7 +461,8 @@ int bch_slot_fp_begin_sync(struct bch_cache_set *set, unsigned int slot)
 
 	mutex_lock(&set->lock);
 	spin_lock_irq(&set->uuid_waiters_lock);
-	if (s->fp_flagged) {
+	/* A failed device takes no flag: its dirty data goes back anyway. */
+	if (s->fp_flagged || bch_cache_failed(set)) {
 		s->fp_writes++;
 		goto out;
 	}
@@ -477,7 +517,7 @@ void bch_uuids_work(struct work_struct *work)
 
 	if (bch_cache_failed(set) && !set->failed_dropped &&
 	    !bch_slot_invalidate_all(set))
-		set->failed_dropped = true;
+		set->failed_dropped = true;	/* no dirty data was left */
 
 	bitmap_zero(flag, BCH_UUID_SLOTS);
 	bitmap_zero(refresh, BCH_UUID_SLOTS);

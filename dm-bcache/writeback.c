@@ -273,7 +273,7 @@ static void bch_wb_mark_clean(struct bch_target *bt, struct bch_wb_extent *ext,
 		    !(k.flags & BCH_KEY_DIRTY))
 			continue;
 		k.flags &= ~BCH_KEY_DIRTY;
-		if (bch_btree_insert(&set->btree, &k))
+		if (bch_index_insert(set, &k))
 			continue;	/* still dirty: the next walk retries */
 		bch_journal_add(set, &k, NULL);
 		atomic64_sub(k.size, &set->slots[bt->slot].dirty);
@@ -348,12 +348,18 @@ static void bch_wb_work(struct work_struct *work)
 	s64 before;
 	int r = 0;
 
-	if (bch_cache_failed(set) || !bch_slot_dirty(bt) ||
+	/*
+	 * A failed cache device goes on being read while its dirty data is
+	 * written back; then its slot can be dropped (uuids.c).
+	 */
+	if (!bch_slot_dirty(bt) ||
 	    (!READ_ONCE(wb->running) && !atomic_read(&wb->flushing) &&
-	     !waiting)) {
+	     !waiting && !bch_cache_failed(set))) {
 		/* Writes waiting for a batch try again: they go now. */
 		if (waiting)
 			queue_work(set->wq, &wb->resubmit_work);
+		if (bch_cache_failed(set) && !bch_slot_dirty(bt))
+			queue_work(set->wq, &set->uuid_work);
 		goto out;
 	}
 	b.ext = kmalloc_array(BCH_WB_EXTENTS, sizeof(*b.ext), GFP_NOIO);
@@ -413,19 +419,18 @@ int bch_writeback_flush(struct bch_target *bt)
 	struct bch_writeback *wb = &bt->wb;
 	int r;
 
+	if (!bch_slot_dirty(bt))
+		return 0;
 	if (READ_ONCE(wb->stopped))
 		return -EBUSY;	/* suspended: nothing would write back */
 	atomic_inc(&wb->flushing);
 	bch_writeback_kick(bt);
 	r = wait_event_interruptible(wb->wait, !bch_slot_dirty(bt) ||
-				     READ_ONCE(wb->error) ||
-				     bch_cache_failed(bt->set));
+				     READ_ONCE(wb->error));
 	atomic_dec(&wb->flushing);
 	if (r)
 		return -EINTR;
-	if (bch_slot_dirty(bt))
-		return bch_cache_failed(bt->set) ? -EIO : READ_ONCE(wb->error);
-	return 0;
+	return bch_slot_dirty(bt) ? READ_ONCE(wb->error) : 0;
 }
 
 int bch_writeback_init(struct bch_target *bt)
