@@ -153,8 +153,9 @@ struct bch_cache_set {
 	struct mutex		checkpoint_lock;	/* one at a time */
 	atomic64_t		checkpoints;
 
+	/* Writes held until BCH_UUID_FP_WRITING is on disk (irq-safe). */
 	spinlock_t		uuid_waiters_lock;
-	struct bio_list		fp_waiters;	/* writes for FP_WRITING */
+	struct bio_list		fp_waiters;
 
 	struct workqueue_struct	*wq;
 	struct work_struct	reclaim_work;

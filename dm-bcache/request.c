@@ -43,6 +43,7 @@ struct bch_io {
 	u8			fua;	/* dirty write: ack once journaled */
 	u8			fp;	/* origin write let go by fp_begin */
 	u8			origin;	/* counted in bch_origin_track_of() */
+	u8			held;	/* has waited in bch_writeback_hold() */
 	u8			rewrite; /* pieces: rewrite as one extent */
 	atomic_t		pieces;	/* BCH_IO_PIECES: clones in flight */
 	struct work_struct	work;
@@ -596,9 +597,10 @@ static bool bch_range_dirty(struct bch_cache_set *set, u32 inode, u64 start,
 }
 
 /*
- * Punch [sector, +sectors) out of the index. Called after the write was counted in by track.c: a fill that
- * has not inserted yet will fail its check, and one that has is seen by
- * the lookup, so nothing cached is missed by looking under the read lock.
+ * Punch [sector, +sectors) out of the index. Called after the write was
+ * counted in by track.c: a fill that has not inserted yet will fail its
+ * check, and one that has is seen by the lookup, so nothing cached is
+ * missed by looking under the read lock.
  *
  * Dirty data is never punched: until the origin has the write, a read
  * of the range would find the origin's older data, and a crash after the
@@ -726,7 +728,9 @@ static int bch_write_origin(struct bch_target *bt, struct bio *bio,
 	r = bch_punch(bt, bio, io->inode, sector, sectors);
 	if (r == BCH_PUNCH_DIRTY || r == BCH_PUNCH_RETRY) {
 		bch_track_write_end(origin, sector, sectors);
-		bch_writeback_hold(bt, bio, r == BCH_PUNCH_RETRY);
+		/* Once at once; again only after a while, or it would spin. */
+		bch_writeback_hold(bt, bio, r == BCH_PUNCH_RETRY || io->held);
+		io->held = 1;
 		return DM_MAPIO_SUBMITTED;
 	}
 	io->origin = 1;
@@ -858,6 +862,7 @@ int bch_map(struct dm_target *ti, struct bio *bio)
 	io->dirty = 0;
 	io->fp = 0;
 	io->origin = 0;
+	io->held = 0;
 	io->rewrite = 0;
 	if (!bio_sectors(bio)) {
 		/*

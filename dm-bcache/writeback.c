@@ -104,8 +104,9 @@ void bch_writeback_start(struct bch_target *bt)
 /*
  * @bio, bound for the origin, found dirty data in its range: it waits
  * until a batch has written that back, then tries again. @later: it
- * could not be indexed (no memory, no bucket): it tries again after a
- * while, whatever the batch.
+ * could not be indexed (no memory, no bucket), or found dirty data again
+ * after a batch: it tries again after the next batch, which need not
+ * come at once.
  */
 void bch_writeback_hold(struct bch_target *bt, struct bio *bio, bool later)
 {
