@@ -640,18 +640,8 @@ static bool check_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 		return true;
 	w->dead_by[st]++;
 	key_where(k, where, sizeof(where));
-	if (st != BCH_KEY_DEAD_RANGE && k->ptr % c->bucket_size + k->size > c->bucket_size) {
-		/* every key comes from one allocation, dead or alive */
-		problem(&k_key, "index key (%s, dead) at cache sector %llu crosses the end of bucket %llu",
-			where, (unsigned long long)k->ptr,
-			(unsigned long long)(k->ptr / c->bucket_size));
-		S.index_bad = true;
-	}
-	if (st == BCH_KEY_DEAD_RANGE) {
-		problem(&k_key, "index key (%s) points at cache sector %llu, outside the data buckets",
-			where, (unsigned long long)k->ptr);
-		S.index_bad = true;
-	} else if (st == BCH_KEY_DEAD_FUTURE) {
+	/* Where a key points was checked as it was read: bch_index_key_invalid(). */
+	if (st == BCH_KEY_DEAD_FUTURE) {
 		u = &c->uuids[bch_inode_slot(k->inode)];
 		problem(&k_key, "index key (%s) is newer than its UUID slot (epoch %u): the UUID table is older than the index",
 			where, le32toh(u->epoch));
@@ -674,6 +664,7 @@ static const struct bch_btree_ops check_ops = {
 	.free		= bch_index_mem_free,
 	.io		= check_io,
 	.key_dead	= check_key_dead,
+	.key_invalid	= bch_index_key_invalid,
 };
 
 /*
@@ -730,7 +721,7 @@ static void check_node(struct bch_cache *c, struct walk *w, const struct bch_bke
 
 static void check_live(struct bch_cache *c, struct walk *w, const struct bch_bkey *k)
 {
-	u64 bucket = k->ptr / c->bucket_size, off = k->ptr % c->bucket_size;
+	u64 bucket = k->ptr / c->bucket_size;
 	const struct bch_uuid_disk *u = &c->uuids[bch_inode_slot(k->inode)];
 	char where[96];
 
@@ -743,16 +734,6 @@ static void check_live(struct bch_cache *c, struct walk *w, const struct bch_bke
 		return;
 	}
 	count_dirty(k);
-	if (c->prio[bucket].flags & BCH_BUCKET_META) {
-		problem(&k_key, "index key (%s) points into metadata bucket %llu", where,
-			(unsigned long long)bucket);
-		S.index_bad = true;
-	}
-	if (off + k->size > c->bucket_size) {
-		problem(&k_key, "index key (%s) at cache sector %llu crosses the end of bucket %llu",
-			where, (unsigned long long)k->ptr, (unsigned long long)bucket);
-		S.index_bad = true;
-	}
 	w->live_sectors[bucket] += k->size;
 	w->live_total += k->size;
 	if (w->nlive == w->live_size) {
@@ -835,6 +816,7 @@ static const struct bch_btree_ops count_ops = {
 	.free		= bch_index_mem_free,
 	.io		= check_io,
 	.key_dead	= count_key_dead,
+	.key_invalid	= bch_index_key_invalid,
 };
 
 /*

@@ -87,6 +87,15 @@ enum bch_key_state bch_key_state(const struct bch_cache *c, const struct bch_bke
 	return BCH_KEY_LIVE;
 }
 
+const char *bch_index_key_invalid(struct bch_btree *b, const struct bch_bkey *k)
+{
+	const struct bch_cache *c = bch_cache_of(b);
+
+	return bch_leaf_key_invalid(k->size, k->end, k->ptr, k->flags, c->bucket_size,
+				    c->first_bucket, c->nbuckets, le64toh(c->sb.journal_first),
+				    le32toh(c->sb.journal_buckets));
+}
+
 /* The device. */
 
 int bch_cache_open(struct bch_cache *c, const char *path, bool rw)

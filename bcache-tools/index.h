@@ -115,6 +115,14 @@ void *bch_read_region(struct bch_dev *dev, u64 sector, u64 sectors);
 enum bch_key_state bch_key_state(const struct bch_cache *c, const struct bch_bkey *k);
 
 /*
+ * ops->key_invalid: the kernel's rule for the leaf keys of the nodes it
+ * loads (bch_leaf_key_invalid(), as for journal keys): a tool that judges
+ * the index as the kernel will sets it, a dump that shows what is there
+ * does not.
+ */
+const char *bch_index_key_invalid(struct bch_btree *b, const struct bch_bkey *k);
+
+/*
  * ops->alloc and ->free for a tool's index that is never written: new
  * nodes (an empty tree, splits while replaying the journal) get bucket
  * numbers from nbuckets up, which no IO ever reaches.

@@ -29,27 +29,10 @@ uint32_t bch_jset_csum(const struct bch_jset_disk *j)
 
 const char *bch_jkey_invalid(const struct bch_sb_disk *sb, const struct bch_bkey_disk *k)
 {
-	uint32_t bucket_size = le32toh(sb->bucket_size);
-	uint32_t size = le32toh(k->size);
-	uint64_t ptr = le64toh(k->ptr), bucket = ptr / bucket_size;
-
-	if (!size)
-		return "size 0";
-	if (size > le64toh(k->offset))
-		return "starts before origin sector 0";
-	if (k->flags & ~(BCH_KEY_HOLE | BCH_KEY_DIRTY))
-		return "has flags other than hole and dirty";
-	if (k->flags & BCH_KEY_HOLE)
-		return NULL;		/* points nowhere */
-	if (bucket < le64toh(sb->first_bucket))
-		return "points into the metadata";
-	if (bucket >= le64toh(sb->nbuckets))
-		return "points past the last bucket";
-	if (bch_journal_bucket(sb, bucket))
-		return "points into a journal bucket";
-	if (ptr % bucket_size + size > bucket_size)
-		return "crosses the end of its bucket";
-	return NULL;
+	return bch_leaf_key_invalid(le32toh(k->size), le64toh(k->offset), le64toh(k->ptr),
+				    k->flags, le32toh(sb->bucket_size),
+				    le64toh(sb->first_bucket), le64toh(sb->nbuckets),
+				    le64toh(sb->journal_first), le32toh(sb->journal_buckets));
 }
 
 int bch_journal_open(struct bch_journal *j, struct bch_dev *dev, const struct bch_sb_disk *sb)

@@ -127,9 +127,7 @@ bool bch_journal_bucket(const struct bch_sb_disk *sb, uint64_t bucket);
 uint32_t bch_jset_csum(const struct bch_jset_disk *j);
 /*
  * Why the kernel would refuse a journal key (it then drops the whole
- * index), or NULL: no flags but hole and dirty, and a data key must lie
- * inside one data bucket, that is not metadata, not a journal bucket and
- * not past the last bucket.
+ * index), or NULL: bch_leaf_key_invalid(), the rule for index leaf keys too.
  */
 const char *bch_jkey_invalid(const struct bch_sb_disk *sb,
 			     const struct bch_bkey_disk *k);

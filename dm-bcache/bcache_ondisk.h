@@ -49,8 +49,10 @@
 #include <linux/bits.h>
 #include <linux/build_bug.h>
 #include <linux/compiler.h>
+#include <linux/stddef.h>
 #else
 #include <assert.h>
+#include <stddef.h>
 #define __packed	__attribute__((packed))
 #ifndef BIT
 #define BIT(n)		(1U << (n))
@@ -218,10 +220,9 @@ struct bch_bset_disk {
  * at the start of the next bucket, unless that is a whole ring from
  * journal_pos; the journal ends at the first place where neither holds a
  * good entry. Replaying inserts each entry's keys into the index in
- * order, as if they were inserted anew. A journal key carries no flag but
- * BCH_KEY_HOLE and BCH_KEY_DIRTY, and a data key lies inside one bucket
- * that is neither metadata nor journal: anything else means the index
- * cannot be trusted.
+ * order, as if they were inserted anew. Every key must pass
+ * bch_leaf_key_invalid(), as every leaf key of an index node must:
+ * anything else means the index cannot be trusted.
  */
 struct bch_jset_disk {
 	__le32	csum;		/* crc32c of bytes [4, 32 + 32 * nkeys) */
@@ -289,6 +290,41 @@ static inline __u32 bch_jset_max_keys(__u32 sectors)
 {
 	return ((sectors << BCH_SECTOR_SHIFT) - sizeof(struct bch_jset_disk)) /
 		sizeof(struct bch_bkey_disk);
+}
+
+/*
+ * The rule for a leaf key, of an index node or of a journal entry: why the
+ * index that holds it cannot be trusted, or NULL. No flag but
+ * BCH_KEY_HOLE and BCH_KEY_DIRTY (nothing writes BCH_KEY_CSUM yet); a
+ * size, and no start before origin sector 0; a data key lies inside one
+ * bucket that is neither metadata nor journal. The key's fields in CPU
+ * order; the rest from a superblock that validated.
+ */
+static inline const char *bch_leaf_key_invalid(__u32 size, __u64 end, __u64 ptr,
+					       __u8 flags, __u32 bucket_size,
+					       __u64 first_bucket, __u64 nbuckets,
+					       __u64 journal_first,
+					       __u32 journal_buckets)
+{
+	__u64 bucket = ptr / bucket_size;
+
+	if (!size)
+		return "size 0";
+	if (size > end)
+		return "starts before origin sector 0";
+	if (flags & ~(BCH_KEY_HOLE | BCH_KEY_DIRTY))
+		return "has flags other than hole and dirty";
+	if (flags & BCH_KEY_HOLE)
+		return NULL;		/* points nowhere */
+	if (bucket < first_bucket)
+		return "points into the metadata";
+	if (bucket >= nbuckets)
+		return "points past the last bucket";
+	if (bucket >= journal_first && bucket - journal_first < journal_buckets)
+		return "points into a journal bucket";
+	if (ptr % bucket_size + size > bucket_size)
+		return "crosses the end of its bucket";
+	return NULL;
 }
 
 #endif /* _BCACHE_ONDISK_H */

@@ -767,6 +767,29 @@ static void node_replay(struct bch_node *n)
 	}
 }
 
+/*
+ * A leaf key on disk was valid when written, dead or alive: one that the
+ * caller's rule refuses means a corrupt node, whatever its checksum says.
+ */
+static int leaf_keys_check(struct bch_btree *b, const struct bch_node *n,
+			   const struct bch_bkey *k, u32 nr)
+{
+	const char *why;
+	u32 i;
+
+	if (n->level || !b->ops->key_invalid)
+		return 0;
+	for (i = 0; i < nr; i++) {
+		why = b->ops->key_invalid(b, &k[i]);
+		if (why) {
+			pr_err("node in bucket %llu: leaf key (inode %u, end %llu, cache sector %llu, %u sectors) %s\n",
+			       n->bucket, k[i].inode, k[i].end, k[i].ptr, k[i].size, why);
+			return -EUCLEAN;
+		}
+	}
+	return 0;
+}
+
 static int node_read(struct bch_btree *b, struct bch_node *n)
 {
 	size_t bucket_bytes = (size_t)b->bucket_sectors << BCH_SECTOR_SHIFT;
@@ -785,6 +808,8 @@ static int node_read(struct bch_btree *b, struct bch_node *n)
 				      b->block_sectors << BCH_SECTOR_SHIFT, &bytes);
 		if (ret < 0)
 			break;		/* torn, stale or never written */
+		if (leaf_keys_check(b, n, n->keys + n->nkeys, ret))
+			return -EUCLEAN;
 		n->sets[n->nsets].keys = n->keys + n->nkeys;
 		n->sets[n->nsets].nkeys = ret;
 		n->nsets++;

@@ -57,6 +57,11 @@ struct bch_btree_ops {
 	 * or on pointer keys.
 	 */
 	bool (*key_dead)(struct bch_btree *b, const struct bch_bkey *k);
+	/*
+	 * Why a leaf key read from disk (holes included) cannot be trusted,
+	 * or NULL: the load then fails. Optional.
+	 */
+	const char *(*key_invalid)(struct bch_btree *b, const struct bch_bkey *k);
 };
 
 struct bch_btree {
@@ -90,7 +95,10 @@ struct bch_btree {
  */
 /* An empty tree: one empty, dirty root leaf (one ops->alloc). */
 int bch_btree_init(struct bch_btree *b);
-/* Read every node from disk; any bad node -> error, nothing leaked. */
+/*
+ * Read every node from disk; any bad node (or leaf key that
+ * ops->key_invalid refuses) -> -EUCLEAN or another error, nothing leaked.
+ */
 int bch_btree_load(struct bch_btree *b, const struct bch_bkey *root, unsigned int level);
 /* Memory only, no ops called; also fine after a failed init or load, and twice. */
 void bch_btree_free(struct bch_btree *b);

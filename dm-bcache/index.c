@@ -35,11 +35,19 @@ static int bch_op_io(struct bch_btree *b, bool write, u64 bucket, u32 offset,
 			   (size_t)sectors << SECTOR_SHIFT);
 }
 
+/* The journal's rule for its keys (journal.c): one rule for both. */
+static const char *bch_op_key_invalid(struct bch_btree *b,
+				      const struct bch_bkey *k)
+{
+	return bch_key_invalid(b->priv, k);
+}
+
 static const struct bch_btree_ops bch_btree_ops = {
 	.alloc		= bch_op_alloc,
 	.free		= bch_op_free,
 	.io		= bch_op_io,
 	.key_dead	= bch_key_dead,
+	.key_invalid	= bch_op_key_invalid,
 };
 
 static void bch_index_setup(struct bch_cache_set *set)

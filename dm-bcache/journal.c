@@ -121,20 +121,18 @@ static int bch_jset_check(struct bch_cache_set *set, struct bch_jset_disk *d,
 	return nkeys;
 }
 
-/* A replayed key must point inside one data bucket (holes point nowhere). */
-static bool bch_jkey_ok(struct bch_cache_set *set, const struct bch_bkey *k)
+/*
+ * The on-disk rule for a leaf key (bcache_ondisk.h), for the journal's
+ * keys at replay and the index's at load alike. The bucket array's
+ * metadata and journal flags were checked against this layout at open.
+ */
+const char *bch_key_invalid(struct bch_cache_set *set, const struct bch_bkey *k)
 {
-	u64 bucket = k->ptr / set->bucket_size;
-
-	if (!k->size || k->end < k->size ||
-	    k->flags & ~(BCH_KEY_HOLE | BCH_KEY_DIRTY))
-		return false;
-	if (k->flags & BCH_KEY_HOLE)
-		return true;
-	return bucket >= set->first_bucket && bucket < set->nbuckets &&
-	       !(set->buckets[bucket].flags &
-		 (BCH_BUCKET_META | BCH_BUCKET_JOURNAL)) &&
-	       k->ptr % set->bucket_size + k->size <= set->bucket_size;
+	return bch_leaf_key_invalid(k->size, k->end, k->ptr, k->flags,
+				    set->bucket_size, set->first_bucket,
+				    set->nbuckets,
+				    le64_to_cpu(set->sb->journal_first),
+				    set->journal_buckets);
 }
 
 /* Read the good entry with @seq at ring sector @pos into the first buffer. */
@@ -237,7 +235,7 @@ int bch_journal_walk(struct bch_cache_set *set,
 		pos = (pos + skip) % j->ring_sectors;
 		for (i = 0; i < le32_to_cpu(d->nkeys); i++) {
 			bch_bkey_unpack(&k, &d->keys[i]);
-			if (!err && !bch_jkey_ok(set, &k))
+			if (!err && bch_key_invalid(set, &k))
 				err = -EINVAL;
 			if (!err)
 				err = fn(set, &k, arg);

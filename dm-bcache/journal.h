@@ -83,5 +83,7 @@ void bch_journal_checkpoint_end(struct bch_cache_set *set, int r,
 void bch_journal_checkpoint_release(struct bch_cache_set *set, bool ok,
 				    struct bio_list *waiters);
 bool bch_journal_want_checkpoint(struct bch_cache_set *set);
+const char *bch_key_invalid(struct bch_cache_set *set,
+			    const struct bch_bkey *k);
 
 #endif /* _DM_BCACHE_JOURNAL_H */

@@ -29,6 +29,8 @@
  *     outside    a key pointing into the metadata bucket
  *     cross      a live key crossing the end of its bucket
  *     future     a key newer than its slot's epoch
+ *     injournal  a live key pointing into the first journal bucket
+ *     csum       a key flagged csum (which nothing writes yet)
  *
  *   fixture journal FILE [start=POS] [seq=N] ENTRY...
  *                                 append entries to the journal as the
@@ -168,6 +170,7 @@ static int do_index(int argc, char **argv)
 {
 	unsigned long keys = 64, flushes = 1, stale = 0, dirty = 0, i, f;
 	bool alias = false, outside = false, cross = false, future = false;
+	bool injournal = false, csum = false;
 	u32 inode = 1 << BCH_INODE_SLOT_BITS;	/* slot 0, epoch 1 */
 	u32 per_bucket = c.bucket_size / 8;
 	struct bch_bkey k = { 0 }, root;
@@ -192,6 +195,10 @@ static int do_index(int argc, char **argv)
 			cross = true;
 		else if (!strcmp(argv[a], "future"))
 			future = true;
+		else if (!strcmp(argv[a], "injournal"))
+			injournal = true;
+		else if (!strcmp(argv[a], "csum"))
+			csum = true;
 		else
 			die("unknown option");
 	}
@@ -246,7 +253,21 @@ static int do_index(int argc, char **argv)
 		fx_insert(&k);
 		k.inode = inode;
 	}
-	if (outside || cross || future)
+	if (injournal) {
+		k.end = keys * 8 + 5000;
+		k.ptr = le64toh(c.sb.journal_first) * c.bucket_size;
+		k.gen = c.prio[le64toh(c.sb.journal_first)].gen;
+		fx_insert(&k);
+	}
+	if (csum) {
+		k.end = keys * 8 + 6000;
+		k.ptr = (node_limit - 1) * c.bucket_size + 8;
+		k.gen = c.prio[node_limit - 1].gen;
+		k.flags = BCH_KEY_CSUM;
+		fx_insert(&k);
+		k.flags = 0;
+	}
+	if (outside || cross || future || injournal || csum)
 		fx_flush();
 	if (alias) {
 		bch_btree_root(&c.b, &root, &level);

@@ -275,15 +275,23 @@ cp --sparse=always c set1 && fixture index set1 keys=100 flushes=2 >/dev/null &&
 run 1 "corrupt second set" bcache-check set1
 has "set1: named" "^error: index node in bucket 127 \(level 0\): set 1 is corrupt"
 
-for bad in alias outside cross future; do
+for bad in alias outside cross future injournal csum; do
 	cp --sparse=always c "$bad" && fixture index "$bad" keys=100 "$bad" >/dev/null
 done
 run 1 "live key inside the root node's bucket" bcache-check alias
 has "alias: named" "^error: bucket 127 holds an index node and 8 sectors of live data$"
+# a leaf key the journal's rule refuses: the kernel refuses the node (btree.c)
 run 1 "key pointing at the metadata" bcache-check outside
-has "outside: named" "points at cache sector 8, outside the data buckets$"
+has "outside: named" "^error: index: cannot be loaded: node in bucket 127: leaf key \(inode 256, end 1800, cache sector 8, 8 sectors\) points into the metadata \(Structure needs cleaning\)$"
 run 1 "key crossing its bucket's end" bcache-check cross
-has "cross: named" "crosses the end of bucket 6$"
+has "cross: named" "^error: index: cannot be loaded: node in bucket 127: leaf key .*, cache sector 7164, 8 sectors\) crosses the end of its bucket "
+run 1 "live key pointing into a journal bucket" bcache-check injournal
+has "injournal: named" "^error: index: cannot be loaded: node in bucket 127: leaf key .*, cache sector 1024, 8 sectors\) points into a journal bucket "
+run 1 "key flagged csum" bcache-check csum
+has "csum: named" "^error: index: cannot be loaded: node in bucket 127: leaf key .* has flags other than hole and dirty "
+has "csum: the index is lost to the kernel" "^dirty: unknown: the index cannot be loaded"
+run 1 "--repair --force drops it" bcache-check -r -f csum
+run 0 "then consistent" bcache-check csum
 run 1 "key from a future epoch" bcache-check future
 has "future: named" "is newer than its UUID slot \(epoch 1\)"
 # clean data only: the repair needs no --force, as before

@@ -1,0 +1,105 @@
+# Metadata with valid checksums that breaks the on-disk rules: a leaf key
+# of an index node pointing into a journal bucket (the rule replay applies
+# to journal keys, bcache_ondisk.h). It must cost the index (logged, every
+# origin invalidated, reads equal the origin); bcache-check must say the
+# same. Never an oops.
+# disks: cache=32M origin=64M pristine=32M
+# timeout: 600
+. /tests/guest/dmb.sh
+
+cache=$(disk cache)
+origin=$(disk origin)
+pristine=$(disk pristine)
+A=eeeeeeee-ffff-4fff-8fff-ffffffffffff
+
+# crc32c (standard, as bcache_ondisk.h) of LEN bytes at OFF of FILE
+crc32c_of() {
+	od -An -v -tu1 -j "$2" -N "$3" "$1" | awk '
+	BEGIN {
+		for (i = 0; i < 256; i++) {
+			c = i
+			for (j = 0; j < 8; j++)
+				c = and(c, 1) ? xor(rshift(c, 1), 2197175160) : rshift(c, 1)
+			t[i] = c
+		}
+		crc = 4294967295
+	}
+	{ for (i = 1; i <= NF; i++) crc = xor(t[and(xor(crc, $i), 255)], rshift(crc, 8)) }
+	END { printf "%.0f\n", xor(crc, 4294967295) }'
+}
+
+get_le() { # FILE OFF N: the N-byte little-endian value at OFF
+	od -An -v -tu1 -j "$2" -N "$3" "$1" |
+		awk '{ for (i = NF; i >= 1; i--) v = v * 256 + $i } END { printf "%.0f\n", v }'
+}
+
+put_le() { # FILE OFF N VALUE
+	local i=0 v=$4 s=
+	while [ $i -lt "$3" ]; do
+		s="$s$(printf '\\%03o' $((v & 255)))"
+		v=$((v >> 8))
+		i=$((i + 1))
+	done
+	printf "$s" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
+}
+
+sb_csum() { # FILE: reseal the superblock (crc32c of bytes 4..4095)
+	put_le "$1" 4096 4 "$(crc32c_of "$1" 4100 4092)"
+}
+
+dmb_load
+check "format, 64k buckets" make-bcache -q -b 64k "$cache"
+check "origin data" fio --name=p --filename="$origin" --rw=write --bs=64k --size=64M \
+	--verify=crc32c --do_verify=0 --output=/tmp/p
+check "create" dmb_create c "$cache" "$origin" origin_uuid $A
+check "warm 4 MiB" dmb_read /dev/mapper/c 0 4
+check "clean close" dmb_remove c
+check "keep a pristine copy" dd if="$cache" of="$pristine" bs=1M conv=fsync
+
+show=$(bcache-super-show -u "$cache")
+field() { echo "$show" | awk -F'\t' -v k="$1" '$1 == k { print $2 }'; }
+bucket=$(( $(field bucket_size | cut -d' ' -f1) ))
+jfirst=$(field sb.journal_first)
+epoch=$(field slot.0.epoch)
+leaf=$(bcache-dump --btree "$cache" | awk '$1 == "node" && $2 == 0 { print $3; exit }')
+info "bucket $bucket bytes, journal from bucket $jfirst, a leaf in bucket $leaf, epoch $epoch"
+check "a leaf node found" test -n "$leaf"
+
+# 1. The first key of the leaf's first set that has keys (the first may
+# be the empty root the open wrote) made to point at the start of the
+# journal (gen 0, as make-bcache left it), the set's checksum redone. A
+# set is a 32-byte header (nkeys at byte 16) and 32-byte keys, padded to
+# a block.
+block=$(( $(field block_size | cut -d' ' -f1) ))
+base=$((leaf * bucket))
+nkeys=$(get_le "$cache" $((base + 16)) 4)
+while [ "$nkeys" -eq 0 ]; do
+	base=$((base + block))
+	nkeys=$(get_le "$cache" $((base + 16)) 4)
+done
+info "a set of $nkeys keys at byte $base"
+check "the set's checksum is what this script computes" test \
+	"$(get_le "$cache" "$base" 4)" = "$(crc32c_of "$cache" $((base + 4)) $((28 + 32 * nkeys)))"
+key=$((base + 32))
+kend=$(get_le "$cache" $((key + 8)) 8)
+ksize=$(get_le "$cache" $((key + 4)) 4)
+put_le "$cache" $((key + 16)) 8 $((jfirst * bucket / 512))
+put_le "$cache" $((key + 24)) 1 0
+put_le "$cache" $((key + 25)) 1 0
+put_le "$cache" "$base" 4 "$(crc32c_of "$cache" $((base + 4)) $((28 + 32 * nkeys)))"
+sync
+info "key of sectors $((kend - ksize))-$kend now at cache sector $((jfirst * bucket / 512))"
+check_fails "bcache-check flags the key" bcache-check "$cache"
+check "bcache-check says why" sh -c \
+	"bcache-check '$cache' | grep -q 'leaf key .* points into a journal bucket'"
+check "attached" dmb_create c "$cache" "$origin" origin_uuid $A
+check "the key refused with a log line" dmesg_has "leaf key (inode .*, end $kend, .*) points into a journal bucket"
+check "the index dropped" dmesg_has "cannot load the index (-117): cached data invalidated"
+check "the key's sectors read as the origin's" sh -c \
+	"cmp -n $((kend * 512)) /dev/mapper/c '$origin'"
+check "every read equals the origin" dmb_same /dev/mapper/c "$origin"
+check "remove" dmb_remove c
+check "the slot's data invalidated (epoch bumped)" test "$(bcache-super-show -u "$cache" |
+	awk -F'\t' '$1 == "slot.0.epoch" { print $2 }')" -gt "$epoch"
+check "then consistent" bcache-check "$cache"
+
