@@ -30,6 +30,7 @@ static size_t bch_uuid_bytes(struct bch_cache_set *set)
 int bch_uuids_read(struct bch_cache_set *set, char **error)
 {
 	struct bch_sb_disk *sb = set->sb;
+	unsigned int i;
 	int r;
 
 	*error = "cannot allocate the UUID table";
@@ -39,10 +40,25 @@ int bch_uuids_read(struct bch_cache_set *set, char **error)
 	r = bch_meta_read(set, "UUID table", sb->uuid_offset,
 			  &sb->uuid_current, &sb->uuid_csum,
 			  &sb->uuid_csum_other, set->uuids, bch_uuid_bytes(set));
-	if (r)
+	if (r) {
 		*error = r == -EIO ? "cannot read the UUID table" :
 			"UUID table checksum mismatch";
-	return r;
+		return r;
+	}
+	/*
+	 * Nothing writes an epoch past the last one (bch_slot_bump_epoch()):
+	 * a larger one would alias a smaller in key inodes, and the bump
+	 * would wrap. A table that has one is corrupt, as bcache-check says.
+	 */
+	for (i = 0; i < BCH_UUID_SLOTS; i++) {
+		if (le32_to_cpu(set->uuids[i].epoch) >= BCH_INODE_EPOCH_MAX) {
+			DMERR("%s: UUID slot %u: epoch %u is out of range",
+			      set->name, i, le32_to_cpu(set->uuids[i].epoch));
+			*error = "UUID table has an epoch out of range";
+			return -EUCLEAN;
+		}
+	}
+	return 0;
 }
 
 static bool bch_slot_valid(struct bch_uuid_disk *u)

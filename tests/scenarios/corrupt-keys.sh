@@ -1,8 +1,9 @@
 # Metadata with valid checksums that breaks the on-disk rules: a leaf key
 # of an index node pointing into a journal bucket (the rule replay applies
-# to journal keys, bcache_ondisk.h). It must cost the index (logged, every
-# origin invalidated, reads equal the origin); bcache-check must say the
-# same. Never an oops.
+# to journal keys, bcache_ondisk.h), and a UUID slot whose epoch is out of
+# range. The first must cost the index (logged, every origin invalidated,
+# reads equal the origin), the second must refuse the cache; bcache-check
+# must say the same. Never an oops.
 # disks: cache=32M origin=64M pristine=32M
 # timeout: 600
 . /tests/guest/dmb.sh
@@ -103,3 +104,21 @@ check "the slot's data invalidated (epoch bumped)" test "$(bcache-super-show -u 
 	awk -F'\t' '$1 == "slot.0.epoch" { print $2 }')" -gt "$epoch"
 check "then consistent" bcache-check "$cache"
 
+# 2. Slot 0's epoch 2^24 above its own, in the current UUID table copy:
+# shifted into a key inode it would alias the slot's real epoch.
+check "back to the pristine copy" dd if="$pristine" of="$cache" bs=1M conv=fsync
+ucur=$(field uuid.current)
+uoff=$(( $(field uuid.offset | cut -d' ' -f$((ucur + 1))) * 512 ))
+usize=$(( $(field uuid.sectors) * 512 ))
+put_le "$cache" $((uoff + 72)) 4 $((epoch + 16777216))
+put_le "$cache" $((4096 + 204)) 4 "$(crc32c_of "$cache" "$uoff" "$usize")"
+sb_csum "$cache"
+sync
+check "bcache-super-show reads it" sh -c \
+	"bcache-super-show -u '$cache' | grep -q '^slot.0.epoch	$((epoch + 16777216))$'"
+check_fails "bcache-check flags the epoch" bcache-check "$cache"
+check "bcache-check says why" sh -c \
+	"bcache-check '$cache' | grep -q 'UUID slot 0: epoch $((epoch + 16777216)) is out of range'"
+check_fails "the cache refused" dmb_create c "$cache" "$origin" origin_uuid $A
+dmsetup remove c 2>/dev/null
+check "refused with a message" dmesg_has "device-mapper: table:.*UUID table.*epoch"
