@@ -20,6 +20,16 @@ cache=$(disk cache)
 origin=$(disk origin)
 U=0ff1a9c0-5ca1-4e00-8d00-000000000018
 
+# dmb-overlap ARGS: its output on failure, its summary line always.
+overlap() {
+	local rc
+	dmb-overlap "$@" >/tmp/overlap.out 2>&1
+	rc=$?
+	cat /tmp/overlap.out
+	[ $rc -ne 0 ] || info "$(tail -n 1 /tmp/overlap.out)"
+	return $rc
+}
+
 dmb_load
 check "format" make-bcache -q "$cache"
 check "create in writeback" dmb_create c "$cache" "$origin" origin_uuid $U \
@@ -71,7 +81,7 @@ chaos() {
 chaos 80 &
 cpid=$!
 check "readers beside every kind of write, mode switches, gc, flush, reloads" \
-	dmb-overlap -d /dev/mapper/c -s 64 -T 90 -t 3 -r 2 -S 12 \
+	overlap -d /dev/mapper/c -s 64 -T 90 -t 3 -r 2 -S 12 \
 	-o "$origin" -F "dmsetup message c 0 flush"
 wait $cpid
 while read -r line; do info "chaos: $line"; done </tmp/chaos.log
