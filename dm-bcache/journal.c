@@ -31,6 +31,7 @@
 
 static void bch_journal_write_work(struct work_struct *work);
 static void bch_journal_done_work(struct work_struct *work);
+static void bch_journal_write(struct bch_journal *j);
 
 static u32 bch_jset_bytes(u32 nkeys)
 {
@@ -82,15 +83,38 @@ int bch_journal_init(struct bch_cache_set *set)
 	return j->wq ? 0 : -ENOMEM;
 }
 
+/*
+ * No table is left (or none came), so no key is added any more. The
+ * entry in flight, if any, must end before its buffer and the done work
+ * it queues go away: only a checkpoint waited for it, and a set that
+ * failed, or failed to open, takes none. Blocked, the journal seals no
+ * entry; one sealed already is written, which the work may not have done.
+ * The done work may queue a checkpoint: the caller cancels it after this.
+ */
+void bch_journal_stop(struct bch_cache_set *set)
+{
+	struct bch_journal *j = &set->journal;
+
+	if (!j->wq)
+		return;
+	spin_lock(&j->lock);
+	j->blocked = true;
+	spin_unlock(&j->lock);
+	bch_journal_write(j);
+	wait_event(j->idle, !READ_ONCE(j->wbuf));
+	cancel_delayed_work_sync(&j->write_work);
+	/* The done work that woke us may still run. */
+	flush_workqueue(j->wq);
+}
+
+/* After bch_journal_stop(), and fine after a failed init. */
 void bch_journal_exit(struct bch_cache_set *set)
 {
 	struct bch_journal *j = &set->journal;
 	unsigned int i;
 
-	if (j->wq) {
-		cancel_delayed_work_sync(&j->write_work);
+	if (j->wq)
 		destroy_workqueue(j->wq);
-	}
 	for (i = 0; i < ARRAY_SIZE(j->buf); i++)
 		free_pages((unsigned long)j->buf[i].data,
 			   get_order(BCH_JSET_MAX_SECTORS << SECTOR_SHIFT));

@@ -66,6 +66,7 @@ struct bch_journal {
 };
 
 int bch_journal_init(struct bch_cache_set *set);
+void bch_journal_stop(struct bch_cache_set *set);
 void bch_journal_exit(struct bch_cache_set *set);
 int bch_journal_walk(struct bch_cache_set *set,
 		     int (*fn)(struct bch_cache_set *set,

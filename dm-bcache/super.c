@@ -240,7 +240,11 @@ static const char *bch_sb_validate(struct bch_cache_set *set,
 
 static void bch_set_free(struct bch_cache_set *set)
 {
-	/* Checkpoints use the journal, whose work queues checkpoints. */
+	/*
+	 * Checkpoints use the journal, whose work queues checkpoints: the
+	 * entry in flight ends first, then no checkpoint runs or comes.
+	 */
+	bch_journal_stop(set);
 	if (set->wq)
 		cancel_work_sync(&set->gc_work);
 	bch_journal_exit(set);
