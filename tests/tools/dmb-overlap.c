@@ -64,6 +64,9 @@ enum kind { K_SMALL, K_LARGE, K_SEQ, K_ZERO, K_DISCARD, NKINDS };
 static const char * const kind_name[NKINDS] = {
 	"small", "large", "sequential", "write-zeroes", "discard",
 };
+static const char * const op_name[NKINDS] = {
+	"small write", "large write", "sequential write", "write-zeroes", "discard",
+};
 
 enum verdict { V_STALE, V_TORN, V_GARBAGE, V_FUTURE, V_FINAL, V_ORIGIN, NVERDICTS };
 static const char * const verdict_name[NVERDICTS] = {
@@ -284,6 +287,28 @@ static void issue_zero(uint64_t b, uint64_t n)
 	io_all(fd, zeros, b, n, 1);
 }
 
+/* A thread, and what it is doing now (for the watchdog's report). */
+struct thr {
+	pthread_t	thread;
+	uint64_t	seed;
+	const char	*what;	/* NULL: between IOs */
+	uint64_t	b, n, stamp;
+	double		since;
+};
+
+static __thread struct thr *self;
+
+static void doing(const char *what, uint64_t b, uint64_t n, uint64_t stamp)
+{
+	if (!self)
+		return;
+	self->b = b;
+	self->n = n;
+	self->stamp = stamp;
+	self->since = now();
+	__atomic_store_n(&self->what, what, __ATOMIC_RELEASE);
+}
+
 /*
  * One write of n blocks at b, under its stripes' locks: the stamp is taken
  * inside them, so per block, issue order is stamp order. issued is
@@ -294,9 +319,11 @@ static void do_write(uint64_t *buf, uint64_t b, uint64_t n, enum kind k)
 {
 	uint64_t i, stamp, v;
 
+	doing("waiting for the stripe locks of a write", b, n, 0);
 	lock_range(b, n);
 	stamp = __atomic_fetch_add(&stamp_next, 1, __ATOMIC_SEQ_CST);
 	v = stamp << KBITS | k;
+	doing(op_name[k], b, n, stamp);
 	for (i = 0; i < n; i++) {
 		__atomic_store_n(&issued[b + i], v, __ATOMIC_RELEASE);
 		if (k == K_ZERO)
@@ -323,6 +350,7 @@ static void do_write(uint64_t *buf, uint64_t b, uint64_t n, enum kind k)
 	for (i = 0; i < n; i++)
 		__atomic_store_n(&done[b + i], v, __ATOMIC_RELEASE);
 	unlock_range(b, n);
+	doing(NULL, 0, 0, 0);
 	__atomic_add_fetch(&st_writes[k], 1, __ATOMIC_RELAXED);
 }
 
@@ -335,11 +363,6 @@ static int writers_go(void)
 	return __atomic_fetch_add(&ops_issued, 1, __ATOMIC_RELAXED) < nops;
 }
 
-struct thr {
-	pthread_t	thread;
-	uint64_t	seed;
-};
-
 static uint64_t pick(uint64_t *seed, uint64_t n)
 {
 	return rnd(seed, nblocks - n + 1);
@@ -351,6 +374,7 @@ static void *writer(void *arg)
 	uint64_t *buf, b, n, end;
 	int r;
 
+	self = t;
 	if (posix_memalign((void **)&buf, BLK, large_max * BLK))
 		exit(2);
 	while (writers_go()) {
@@ -469,6 +493,7 @@ static void *reader(void *arg)
 	struct thr *t = arg;
 	uint64_t *buf, *snap, b, n, i;
 
+	self = t;
 	if (posix_memalign((void **)&buf, BLK, read_max * BLK))
 		exit(2);
 	snap = calloc(read_max, sizeof(*snap));
@@ -480,7 +505,9 @@ static void *reader(void *arg)
 		for (i = 0; i < n; i++)
 			snap[i] = __atomic_load_n(&done[b + i], __ATOMIC_ACQUIRE);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		doing("read", b, n, 0);
 		io_all(fd, buf, b, n, 0);
+		doing(NULL, 0, 0, 0);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		for (i = 0; i < n; i++)
 			check_read(buf + i * BLK / 8, b + i, snap[i], b, n);
@@ -529,6 +556,7 @@ static void final_check(const char *flush_cmd)
 		exit(2);
 	for (b = 0; b < nblocks; b += n) {
 		n = nblocks - b < CHUNK ? nblocks - b : CHUNK;
+		doing("final read", b, n, 0);
 		io_all(fd, buf, b, n, 0);
 		for (i = 0; i < n; i++)
 			check_exact(buf + i * BLK / 8, b + i, V_FINAL, "FINAL");
@@ -537,6 +565,7 @@ static void final_check(const char *flush_cmd)
 	if (ofd < 0)
 		goto out;
 	if (flush_cmd) {
+		doing("-F command", 0, 0, 0);
 		fflush(stdout);
 		r = system(flush_cmd);
 		if (r) {
@@ -546,6 +575,7 @@ static void final_check(const char *flush_cmd)
 	}
 	for (b = 0; b < nblocks; b += n) {
 		n = nblocks - b < CHUNK ? nblocks - b : CHUNK;
+		doing("origin and device read", b, n, 0);
 		io_all(ofd, obuf, b, n, 0);
 		io_all(fd, buf, b, n, 0);
 		for (i = 0; i < n; i++)
@@ -556,19 +586,59 @@ static void final_check(const char *flush_cmd)
 		report_end("origin read", b, n);
 	}
 out:
+	doing(NULL, 0, 0, 0);
 	free(buf);
 	free(obuf);
 }
 
-/* A stuck IO must not hang the scenario until its timeout unexplained. */
+/*
+ * A stuck IO must not hang the scenario until its timeout unexplained: say
+ * what every thread is waiting for, on stderr and in the kernel log (the
+ * guest's console; the process itself cannot exit while an IO is stuck).
+ */
+static struct thr *all_thr;
+static int nthr, nreaders;	/* all_thr[nthr] is main's */
+
+static void say(int kfd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void say(int kfd, const char *fmt, ...)
+{
+	char line[256] = "<5>";	/* a notice, like the scenarios' markers */
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line + 3, sizeof(line) - 3, fmt, ap);
+	va_end(ap);
+	fputs(line + 3, stderr);
+	if (kfd >= 0 && write(kfd, line, strlen(line)) < 0)
+		return;
+}
+
+static volatile double wd_until;	/* the watchdog fires then */
+
 static void *watchdog(void *arg)
 {
-	double grace = *(double *)arg, until = deadline + grace;
+	const char *what;
+	int c, kfd;
+	double t;
 
-	while (now() < until)
+	(void)arg;
+	while (now() < wd_until)
 		sleep(1);
-	fprintf(stderr, "dmb-overlap: still running %.0f s after the deadline: IO stuck?\n",
-		grace);
+	kfd = open("/dev/kmsg", O_WRONLY);
+	t = now();
+	say(kfd, "dmb-overlap: still running after %.0f s (-T %.0f): IO stuck?\n",
+	    t, deadline);
+	for (c = 0; c <= nthr; c++) {
+		what = __atomic_load_n(&all_thr[c].what, __ATOMIC_ACQUIRE);
+		if (what)
+			say(kfd, "dmb-overlap: %s %d: %s of %" PRIu64 " blocks at %" PRIu64
+			    ", stamp %" PRIu64 ", for %.0f s\n",
+			    c == nthr ? "main" : c < nthr - nreaders ? "writer" : "reader",
+			    c, what, all_thr[c].n, all_thr[c].b, all_thr[c].stamp,
+			    t - all_thr[c].since);
+	}
 	_exit(2);
 	return NULL;
 }
@@ -587,7 +657,7 @@ int main(int argc, char **argv)
 	uint64_t size = 0, seed = 1, i, bad = 0, nwrites = 0;
 	const char *dev = NULL, *origin = NULL, *flush_cmd = NULL;
 	int writers = 2, readers = 2, c, init = 1;
-	double secs = 0, grace, elapsed;
+	double secs = 0, grace = 0, elapsed;
 	struct thr *w, *r;
 	pthread_t wd;
 	struct stat sb;
@@ -643,8 +713,11 @@ int main(int argc, char **argv)
 	last_zero = calloc(nblocks, sizeof(*last_zero));
 	last_discard = calloc(nblocks, sizeof(*last_discard));
 	locks = calloc(nblocks / STRIPE + 1, sizeof(*locks));
-	w = calloc(writers, sizeof(*w));
-	r = calloc(readers + 1, sizeof(*r));
+	nthr = writers + readers;
+	nreaders = readers;
+	all_thr = calloc(nthr + 1, sizeof(*all_thr));
+	w = all_thr;
+	r = all_thr + writers;
 	if (!issued || !done || !last_zero || !last_discard || !locks || !w ||
 	    !r || posix_memalign(&zeros, BLK, large_max * BLK))
 		return 2;
@@ -666,10 +739,12 @@ int main(int argc, char **argv)
 	}
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	self = &all_thr[nthr];
 	if (secs > 0) {
 		deadline = secs;
-		grace = secs < 60 ? 120 : 2 * secs;
-		pthread_create(&wd, NULL, watchdog, &grace);
+		grace = secs < 60 ? 60 : secs;
+		wd_until = deadline + grace;
+		pthread_create(&wd, NULL, watchdog, NULL);
 	}
 	for (c = 0; c < writers; c++) {
 		w[c].seed = seed * 2654435761ULL + c + 1;
@@ -685,10 +760,8 @@ int main(int argc, char **argv)
 	for (c = 0; c < readers; c++)
 		pthread_join(r[c].thread, NULL);
 	elapsed = now();
-	if (secs > 0) {		/* the final check may take its time */
-		pthread_cancel(wd);
-		pthread_join(wd, NULL);
-	}
+	/* the final check reads everything twice and flushes: more time */
+	wd_until = elapsed + 3 * grace;
 
 	final_check(flush_cmd);
 
