@@ -310,7 +310,8 @@ static void bch_reclaim_work(struct work_struct *work)
 	have = set->nr_free + set->nr_free_inc;
 	want = want > have ? want - have : 0;
 	spin_unlock(&set->alloc_lock);
-	c = want ? kvmalloc_array(want, sizeof(*c), GFP_KERNEL) : NULL;
+	/* Writes may wait for this (an index insert that found no room). */
+	c = want ? kvmalloc_array(want, sizeof(*c), GFP_NOIO) : NULL;
 	if (!c)
 		goto persist;
 

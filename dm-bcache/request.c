@@ -202,8 +202,8 @@ static void bch_fill_work(struct work_struct *work)
 
 		if (bch_alloc_data(set, f->sectors - done, &ptr, &gen, &got))
 			break;
-		/* Pieces start on block, hence page, boundaries. */
-		bio = bio_alloc(set->bdev, DIV_ROUND_UP(got, PAGE_SECTORS),
+		/* Pieces start on block boundaries, maybe inside a page. */
+		bio = bio_alloc(set->bdev, DIV_ROUND_UP(got, PAGE_SECTORS) + 1,
 				REQ_OP_WRITE, GFP_NOIO);
 		bio->bi_iter.bi_sector = ptr;
 		for (off = done << SECTOR_SHIFT;
@@ -725,15 +725,26 @@ static int bch_write_origin(struct bch_target *bt, struct bio *bio,
 			goto parked;
 		io->fp = 1;
 	}
+	/* Before the punch: once queued, the bio may complete at any time. */
+	io->origin = 1;
 	r = bch_punch(bt, bio, io->inode, sector, sectors);
 	if (r == BCH_PUNCH_DIRTY || r == BCH_PUNCH_RETRY) {
+		int error = READ_ONCE(bt->wb.error);
+		bool later = r == BCH_PUNCH_RETRY || io->held;
+
+		io->origin = 0;
 		bch_track_write_end(origin, sector, sectors);
+		if (r == BCH_PUNCH_DIRTY && io->held && error) {
+			/* Its batch failed: the write fails as the copy did. */
+			bio->bi_status = errno_to_blk_status(error);
+			bio_endio(bio);
+			return DM_MAPIO_SUBMITTED;
+		}
 		/* Once at once; again only after a while, or it would spin. */
-		bch_writeback_hold(bt, bio, r == BCH_PUNCH_RETRY || io->held);
 		io->held = 1;
+		bch_writeback_hold(bt, bio, later);
 		return DM_MAPIO_SUBMITTED;
 	}
-	io->origin = 1;
 	if (r == BCH_PUNCH_QUEUED) {
 		atomic64_inc(&bt->stats.write_hits);
 		return DM_MAPIO_SUBMITTED;

@@ -414,8 +414,10 @@ static void bch_set_close(struct bch_cache_set *set)
 
 	if (bch_cache_failed(set)) {
 		/* What the failed device holds may be behind the origin. */
+		down_write(&set->btree_lock);
 		if (!set->failed_dropped && bch_slot_invalidate_all(set))
 			bch_failed_add(set);
+		up_write(&set->btree_lock);
 		r = -EIO;
 	} else {
 		r = bch_checkpoint_sync(set);

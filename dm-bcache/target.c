@@ -114,7 +114,12 @@ static void bch_dtr(struct dm_target *ti)
 		 */
 		if (bch_slot_dirty(bt) &&
 		    bt->set->slots[bt->slot].holders == 1) {
-			bch_writeback_start(bt);
+			/*
+			 * Not behind a live table (a reload to another
+			 * target): writes through it would race with ours.
+			 */
+			if (dm_suspended(ti))
+				bch_writeback_start(bt);
 			if (bch_writeback_flush(bt))
 				DMWARN("%s: slot %u: dirty data left in the cache",
 				       bt->set->name, bt->slot);
@@ -404,7 +409,21 @@ static int bch_message_invalidate(struct bch_target *bt)
 	r = bch_writeback_flush(bt);
 	if (r)
 		return r;
-	return bch_slot_invalidate(bt->set, bt->slot);
+	/* A dirty write mapped before the mode changed may be indexed now. */
+	down_write(&bt->set->btree_lock);
+	r = bch_slot_dirty(bt) ? -EBUSY : bch_slot_invalidate(bt->set, bt->slot);
+	up_write(&bt->set->btree_lock);
+	return r;
+}
+
+/* A checkpoint now; one that found no memory is retried by bch_gc_work(). */
+static int bch_message_gc(struct bch_cache_set *set)
+{
+	int r = bch_checkpoint(set);
+
+	if (bch_checkpoint_retry(r))
+		queue_work(set->wq, &set->gc_work);
+	return r;
 }
 
 static int bch_message(struct dm_target *ti, unsigned int argc, char **argv,
@@ -418,7 +437,7 @@ static int bch_message(struct dm_target *ti, unsigned int argc, char **argv,
 	else if (argc == 1 && !strcasecmp(argv[0], "flush"))
 		r = bch_writeback_flush(bt);
 	else if (argc == 1 && !strcasecmp(argv[0], "gc"))
-		r = bch_checkpoint(bt->set);
+		r = bch_message_gc(bt->set);
 	else if (argc == 2 && !strcasecmp(argv[0], "cache_mode"))
 		r = bch_message_mode(bt, argv[1]);
 	else if (argc == 2)

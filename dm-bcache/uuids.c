@@ -17,6 +17,7 @@
  * sectors, so it still holds after a crash; a write whose new checksum
  * did not make it to disk only invalidates the slot at the next attach.
  */
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/uuid.h>
 
@@ -96,6 +97,7 @@ int bch_uuids_write(struct bch_cache_set *set)
 {
 	struct bch_sb_disk *sb = set->sb;
 	unsigned int next = !le32_to_cpu(sb->uuid_current);
+	__le32 old_current, old_csum, old_other;
 	int r;
 
 	lockdep_assert_held(&set->lock);
@@ -103,14 +105,23 @@ int bch_uuids_write(struct bch_cache_set *set)
 			set->uuids, bch_uuid_bytes(set));
 	if (r)
 		return r;
+	old_current = sb->uuid_current;
+	old_csum = sb->uuid_csum;
+	old_other = sb->uuid_csum_other;
 	sb->uuid_current = cpu_to_le32(next);
 	sb->uuid_csum_other = sb->uuid_csum;
 	sb->uuid_csum = cpu_to_le32(bch_crc32c(set->uuids,
 					       bch_uuid_bytes(set)));
 	r = bch_sb_write(set);
-	if (!r)
-		bch_slots_publish(set);
-	return r;
+	if (r) {
+		/* The superblock on disk still names the other copy. */
+		sb->uuid_current = old_current;
+		sb->uuid_csum = old_csum;
+		sb->uuid_csum_other = old_other;
+		return r;
+	}
+	bch_slots_publish(set);
+	return 0;
 }
 
 /*
@@ -384,13 +395,18 @@ out:
 	mutex_unlock(&set->lock);
 }
 
-/* Drop a slot's data; the IO path sees the new epoch once it is on disk. */
+/*
+ * Drop a slot's data; the IO path sees the new epoch once it is on disk.
+ * The caller holds the btree lock for write, having found no dirty data:
+ * none can be indexed under the old epoch until the new one is published.
+ */
 int bch_slot_invalidate(struct bch_cache_set *set, unsigned int slot)
 {
 	struct bch_uuid_disk *u = &set->uuids[slot];
 	struct bch_uuid_disk old;
 	int r = -EOVERFLOW;
 
+	lockdep_assert_held_write(&set->btree_lock);
 	mutex_lock(&set->lock);
 	old = *u;
 	if (bch_slot_bump_epoch(u)) {
@@ -413,6 +429,8 @@ int bch_slot_invalidate_all(struct bch_cache_set *set)
 	unsigned int i, left = 0;
 	int r;
 
+	/* No dirty key is indexed between the count and the publish. */
+	lockdep_assert_held_write(&set->btree_lock);
 	mutex_lock(&set->lock);
 	for (i = 0; i < BCH_UUID_SLOTS; i++) {
 		struct bch_uuid_disk *u = &set->uuids[i];
@@ -527,13 +545,18 @@ void bch_uuids_work(struct work_struct *work)
 	DECLARE_BITMAP(flag, BCH_UUID_SLOTS);
 	DECLARE_BITMAP(refresh, BCH_UUID_SLOTS);
 	struct bio_list fp_waiters;
-	unsigned int i;
+	unsigned int i, noio;
 	struct bio *bio;
 	int r;
 
-	if (bch_cache_failed(set) && !set->failed_dropped &&
-	    !bch_slot_invalidate_all(set))
-		set->failed_dropped = true;	/* no dirty data was left */
+	/* Writes to the origin's first 4 KiB wait for this work. */
+	noio = memalloc_noio_save();
+	if (bch_cache_failed(set) && !set->failed_dropped) {
+		down_write(&set->btree_lock);
+		if (!bch_slot_invalidate_all(set))
+			set->failed_dropped = true;	/* no dirty data left */
+		up_write(&set->btree_lock);
+	}
 
 	bitmap_zero(flag, BCH_UUID_SLOTS);
 	bitmap_zero(refresh, BCH_UUID_SLOTS);
@@ -578,4 +601,5 @@ void bch_uuids_work(struct work_struct *work)
 
 	while ((bio = bio_list_pop(&fp_waiters)))
 		bch_write_resume(bio);
+	memalloc_noio_restore(noio);
 }

@@ -164,17 +164,23 @@ static void bch_wb_resubmit_work(struct work_struct *work)
 		bch_write_resume(bio);
 }
 
+/* Keys looked at per batch: the walk holds the btree read lock. */
+#define BCH_WB_WALK_MAX		4096
+
 /* A batch being collected. */
 struct bch_wb_batch {
-	struct bch_wb_extent	*ext;
+	struct bch_wb_extent	ext[BCH_WB_EXTENTS];
+	struct bch_wb_range	held[BCH_WB_EXTENTS];	/* writes' ranges */
 	unsigned int		nr;
 	u64			sectors;
+	unsigned int		walked;	/* keys looked at */
 	bool			found;	/* dirty data seen, taken or not */
 };
 
 static bool bch_wb_full(struct bch_wb_batch *b)
 {
-	return b->nr == BCH_WB_EXTENTS || b->sectors >= BCH_WB_BATCH_SECTORS;
+	return b->nr == BCH_WB_EXTENTS || b->sectors >= BCH_WB_BATCH_SECTORS ||
+	       b->walked >= BCH_WB_WALK_MAX;
 }
 
 /*
@@ -183,6 +189,11 @@ static bool bch_wb_full(struct bch_wb_batch *b)
  * flight over is left for a later batch: it goes first. Writes to the
  * cache need no such care: a dirty write that replaces an extent being
  * copied only keeps it from being marked clean.
+ *
+ * The check and the publication of each range are one section under the
+ * writeback lock: a write counts itself in before it looks for ranges
+ * under that lock (bch_writeback_park()), so one of the two sees the
+ * other.
  */
 static u64 bch_wb_collect_range(struct bch_target *bt, u32 inode,
 				struct bch_wb_batch *b, u64 pos, u64 end)
@@ -195,11 +206,13 @@ static u64 bch_wb_collect_range(struct bch_target *bt, u32 inode,
 	u64 snap;
 
 	while (pos < end && !bch_wb_full(b)) {
+		b->walked++;
 		if (bch_btree_lookup(&set->btree, inode, pos, end, &k) &&
 		    (k.flags & BCH_KEY_DIRTY)) {
 			b->found = true;
 			k.size = min_t(u64, k.size,
 				       BCH_WB_BATCH_SECTORS - b->sectors);
+			spin_lock(&wb->lock);
 			if (bch_track_read(t, pos, k.size, &snap)) {
 				e = &b->ext[b->nr];
 				e->start = pos;
@@ -209,8 +222,10 @@ static u64 bch_wb_collect_range(struct bch_target *bt, u32 inode,
 				wb->ranges[b->nr].start = pos;
 				wb->ranges[b->nr].end = pos + k.size;
 				b->nr++;
+				WRITE_ONCE(wb->nr_ranges, b->nr);
 				b->sectors += k.size;
 			}
+			spin_unlock(&wb->lock);
 		}
 		if (WARN_ON_ONCE(!k.size))
 			break;
@@ -221,38 +236,55 @@ static u64 bch_wb_collect_range(struct bch_target *bt, u32 inode,
 
 /*
  * Take the next batch of dirty extents: first those that writes bound for
- * the origin wait for, then from the cursor on, wrapping once. False if
- * nothing dirty was found. Under the btree read lock, so no hole can
- * remove a key between the lookup and the registration of its range, and
- * under the writeback lock, so that a write parks on the batch (see
- * bch_writeback_park()).
+ * the origin wait for, then, unless @held_only, from the cursor on,
+ * wrapping once. Under the btree read lock, so no hole can remove a key
+ * between the lookup and the registration of its range, and no dirty key
+ * can be indexed or counted meanwhile: a whole walk that found nothing
+ * dirty zeroes the count, exactly. True if it did.
  */
-static bool bch_wb_collect(struct bch_target *bt, struct bch_wb_batch *b)
+static bool bch_wb_collect(struct bch_target *bt, struct bch_wb_batch *b,
+			   bool held_only)
 {
 	struct bch_cache_set *set = bt->set;
 	struct bch_writeback *wb = &bt->wb;
 	u32 inode = bch_slot_inode(set, bt->slot);
-	u64 from = wb->cursor, end = bt->ti->len, pos;
+	/* The whole origin: keys past a shorter table are its data too. */
+	u64 from = wb->cursor, end = bdev_nr_sectors(bt->origin_dev->bdev);
+	unsigned int nr_held = 0, i;
+	bool clean = false;
 	struct bio *bio;
+	u64 pos;
 
 	if (inode == BCH_INODE_NONE)
 		return false;
-	down_read(&set->btree_lock);
 	spin_lock(&wb->lock);
 	bio_list_for_each(bio, &wb->held) {
-		u64 start, end;
-
-		bch_write_range(bio, &start, &end);
-		bch_wb_collect_range(bt, inode, b, start, end);
+		if (nr_held == BCH_WB_EXTENTS)
+			break;
+		bch_write_range(bio, &b->held[nr_held].start,
+				&b->held[nr_held].end);
+		nr_held++;
 	}
-	pos = bch_wb_collect_range(bt, inode, b, from, end);
-	if (pos >= end && from)
-		pos = bch_wb_collect_range(bt, inode, b, 0, from);
-	WRITE_ONCE(wb->nr_ranges, b->nr);
-	wb->cursor = pos < end ? pos : 0;
 	spin_unlock(&wb->lock);
+
+	down_read(&set->btree_lock);
+	for (i = 0; i < nr_held; i++)
+		bch_wb_collect_range(bt, inode, b, b->held[i].start,
+				     b->held[i].end);
+	if (!held_only) {
+		if (from >= end)
+			from = 0;
+		pos = bch_wb_collect_range(bt, inode, b, from, end);
+		if (pos >= end && from)
+			pos = bch_wb_collect_range(bt, inode, b, 0, from);
+		wb->cursor = pos < end ? pos : 0;
+		if (!b->found && !bch_wb_full(b)) {
+			atomic64_set(&set->slots[bt->slot].dirty, 0);
+			clean = true;
+		}
+	}
 	up_read(&set->btree_lock);
-	return b->found || bch_wb_full(b);
+	return clean;
 }
 
 /* Mark the extents clean where the index still has them dirty. */
@@ -268,6 +300,8 @@ static void bch_wb_mark_clean(struct bch_target *bt, struct bch_wb_extent *ext,
 	for (i = 0; i < nr; i++) {
 		struct bch_wb_extent *e = &ext[i];
 
+		if (!e->size)
+			continue;	/* not written back */
 		if (!bch_btree_lookup(&set->btree, inode, e->start,
 				      e->start + e->size, &k) ||
 		    k.size != e->size || k.ptr != e->ptr || k.gen != e->gen ||
@@ -283,7 +317,11 @@ static void bch_wb_mark_clean(struct bch_target *bt, struct bch_wb_extent *ext,
 	up_write(&set->btree_lock);
 }
 
-/* Copy a batch to the origin: 0, or the error that stopped it. */
+/*
+ * Copy a batch to the origin. An extent that cannot be read or written
+ * gets size 0, and the others go on: one bad range must not hold back the
+ * rest. Returns 0, or the first error.
+ */
 static int bch_wb_copy(struct bch_target *bt, struct bch_wb_extent *ext,
 		       unsigned int nr)
 {
@@ -293,38 +331,43 @@ static int bch_wb_copy(struct bch_target *bt, struct bch_wb_extent *ext,
 	bool fp = false;
 	unsigned int i;
 	u64 off = 0;
-	int r = 0;
+	int r, err = 0;
 
 	for (i = 0; i < nr; i++) {
-		r = bch_meta_io(set, REQ_OP_READ, ext[i].ptr, buf + off,
-				(size_t)ext[i].size << SECTOR_SHIFT);
-		if (r) {
-			bch_cache_io_error(set, false);
-			goto out;
-		}
-		/* The read raced with the bucket's reuse: not ours to write. */
-		if (bch_ptr_stale(set, ext[i].ptr, ext[i].gen)) {
-			ext[i].size = 0;
-			continue;
-		}
-		if (ext[i].start < BCH_FINGERPRINT_SECTORS && !fp) {
-			r = bch_slot_fp_begin_sync(set, bt->slot);
-			if (r)
-				goto out;
-			fp = true;
-		}
-		r = bch_dev_io(set, origin, REQ_OP_WRITE, ext[i].start,
-			       buf + off, (size_t)ext[i].size << SECTOR_SHIFT);
+		size_t len = (size_t)ext[i].size << SECTOR_SHIFT;
+
+		r = bch_meta_io(set, REQ_OP_READ, ext[i].ptr, buf + off, len);
 		if (r)
-			goto out;
-		off += (u64)ext[i].size << SECTOR_SHIFT;
+			bch_cache_io_error(set, false);
+		/* A read that raced with the bucket's reuse: not ours. */
+		else if (bch_ptr_stale(set, ext[i].ptr, ext[i].gen))
+			goto skip;
+		if (!r && ext[i].start < BCH_FINGERPRINT_SECTORS && !fp) {
+			r = bch_slot_fp_begin_sync(set, bt->slot);
+			fp = !r;
+		}
+		if (!r)
+			r = bch_dev_io(set, origin, REQ_OP_WRITE, ext[i].start,
+				       buf + off, len);
+		if (r) {
+			err = err ?: r;
+			goto skip;
+		}
+		off += len;
+		continue;
+skip:
+		ext[i].size = 0;
 	}
 	/* Clean keys may be durable only once the origin's data is. */
 	r = blkdev_issue_flush(origin);
-out:
+	if (r) {
+		err = err ?: r;
+		for (i = 0; i < nr; i++)
+			ext[i].size = 0;
+	}
 	if (fp)
 		bch_slot_fp_end(set, bt->slot);
-	return r;
+	return err;
 }
 
 static bool bch_wb_waiting(struct bch_writeback *wb)
@@ -343,71 +386,64 @@ static void bch_wb_work(struct work_struct *work)
 						struct bch_writeback, work);
 	struct bch_target *bt = container_of(wb, struct bch_target, wb);
 	struct bch_cache_set *set = bt->set;
-	struct bch_wb_batch b = {};
+	bool waiting = bch_wb_waiting(wb), failed = bch_cache_failed(set);
+	bool all = READ_ONCE(wb->running) || atomic_read(&wb->flushing) ||
+		   failed;
 	unsigned long delay = BCH_WB_DELAY;
-	bool waiting = bch_wb_waiting(wb);
-	s64 before;
+	struct bch_wb_batch *b;
 	int r = 0;
 
 	/*
 	 * A failed cache device goes on being read while its dirty data is
-	 * written back; then its slot can be dropped (uuids.c).
+	 * written back; then its slot can be dropped (uuids.c). Paused, the
+	 * worker still writes back what writes wait for.
 	 */
-	if (!bch_slot_dirty(bt) ||
-	    (!READ_ONCE(wb->running) && !atomic_read(&wb->flushing) &&
-	     !waiting && !bch_cache_failed(set))) {
+	if (!bch_slot_dirty(bt) || (!all && !waiting)) {
 		/* Writes waiting for a batch try again: they go now. */
 		if (waiting)
 			queue_work(set->wq, &wb->resubmit_work);
-		if (bch_cache_failed(set) && !bch_slot_dirty(bt))
+		if (failed && !bch_slot_dirty(bt))
 			queue_work(set->wq, &set->uuid_work);
 		goto out;
 	}
-	b.ext = kmalloc_array(BCH_WB_EXTENTS, sizeof(*b.ext), GFP_NOIO);
+	b = kzalloc(sizeof(*b), GFP_NOIO);
 	if (!wb->buf)
 		wb->buf = __vmalloc(BCH_WB_BATCH_SECTORS << SECTOR_SHIFT,
 				    GFP_NOIO);
-	if (!b.ext || !wb->buf) {
-		kfree(b.ext);
+	if (!b || !wb->buf) {
+		kfree(b);
 		delay = HZ / 10;
 		goto again;
 	}
 
-	before = atomic64_read(&set->slots[bt->slot].dirty);
-	bch_wb_collect(bt, &b);
-	if (b.nr) {
-		r = bch_wb_copy(bt, b.ext, b.nr);
-		if (!r)
-			bch_wb_mark_clean(bt, b.ext, b.nr);
+	if (bch_wb_collect(bt, b, !all)) {
+		/* Nothing dirty is left: the count is exact now. */
+		kfree(b);
+		if (waiting)
+			queue_work(set->wq, &wb->resubmit_work);
+		goto out;
 	}
+	if (b->nr) {
+		r = bch_wb_copy(bt, b->ext, b->nr);
+		bch_wb_mark_clean(bt, b->ext, b->nr);
+	}
+	/* Before the writes that waited look at it (bch_write_origin()). */
+	WRITE_ONCE(wb->error, r);
 	spin_lock(&wb->lock);
 	WRITE_ONCE(wb->nr_ranges, 0);
 	spin_unlock(&wb->lock);
 	queue_work(set->wq, &wb->resubmit_work);
-	kfree(b.ext);
-
-	wb->error = r;
 	if (r) {
 		DMERR_LIMIT("%s: writeback of slot %u failed: %d",
 			    set->name, bt->slot, r);
 		delay = BCH_WB_ERROR_DELAY;
-		goto again;
+	} else if (waiting || atomic_read(&wb->flushing) ||
+		   bch_slot_dirty(bt) > bch_wb_target_of(bt) ||
+		   READ_ONCE(set->nr_free) <
+		   (set->nbuckets - set->first_bucket) / 16) {
+		delay = b->nr || b->walked >= BCH_WB_WALK_MAX ? 0 : HZ / 100;
 	}
-	if (!b.found && !bch_wb_full(&b)) {
-		/*
-		 * A whole walk found nothing dirty: the count is exact now,
-		 * unless a dirty write was indexed meanwhile.
-		 */
-		if (atomic64_cmpxchg(&set->slots[bt->slot].dirty, before, 0) ==
-		    before)
-			goto out;
-		delay = 0;
-		goto again;
-	}
-	if (waiting || atomic_read(&wb->flushing) ||
-	    bch_slot_dirty(bt) > bch_wb_target_of(bt) ||
-	    READ_ONCE(set->nr_free) < (set->nbuckets - set->first_bucket) / 16)
-		delay = b.nr ? 0 : HZ / 100;
+	kfree(b);
 again:
 	bch_wb_queue(bt, delay, false);
 out:
@@ -424,6 +460,8 @@ int bch_writeback_flush(struct bch_target *bt)
 		return 0;
 	if (READ_ONCE(wb->stopped))
 		return -EBUSY;	/* suspended: nothing would write back */
+	/* An error of an earlier batch is not this flush's. */
+	WRITE_ONCE(wb->error, 0);
 	atomic_inc(&wb->flushing);
 	bch_writeback_kick(bt);
 	r = wait_event_interruptible(wb->wait, !bch_slot_dirty(bt) ||
