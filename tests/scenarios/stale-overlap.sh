@@ -20,14 +20,33 @@ cache=$(disk cache)
 origin=$(disk origin)
 U=0ff1a9c0-5ca1-4e00-8d00-000000000018
 
-# dmb-overlap ARGS: its output on failure, its summary line always.
+# overlap LIMIT ARGS: dmb-overlap ARGS; its output on failure, its summary
+# line always. Still running after LIMIT seconds, its IO is stuck: show
+# its output, the target's status, the blocked tasks and the CPUs, and end
+# the boot at once (every command after it would hang on the stuck IO).
 overlap() {
-	local rc
-	dmb-overlap "$@" >/tmp/overlap.out 2>&1
-	rc=$?
+	local limit="$1" t=0 pid rc
+	shift
+	rm -f /tmp/overlap.rc
+	(dmb-overlap "$@" >/tmp/overlap.out 2>&1; echo $? >/tmp/overlap.rc) &
+	pid=$!
+	while [ ! -s /tmp/overlap.rc ]; do
+		if [ $t -ge "$limit" ]; then
+			while read -r line; do info "  $line"; done </tmp/overlap.out
+			info "status: $(dmsetup status c)"
+			echo w >/proc/sysrq-trigger
+			echo l >/proc/sysrq-trigger
+			fail "dmb-overlap ended within ${limit}s (its IO is stuck)"
+			exit 1
+		fi
+		sleep 1
+		t=$((t + 1))
+	done
+	wait $pid
+	rc=$(cat /tmp/overlap.rc)
 	cat /tmp/overlap.out
-	[ $rc -ne 0 ] || info "$(tail -n 1 /tmp/overlap.out)"
-	return $rc
+	[ "$rc" -ne 0 ] || info "$(tail -n 1 /tmp/overlap.out)"
+	return "$rc"
 }
 
 dmb_load
@@ -69,22 +88,24 @@ chaos() {
 			rc=$?
 		fi
 		echo "$op: exit $rc, $(($(date +%s) - t)) s" >>/tmp/chaos.log
+		info "chaos: $op: exit $rc, $(($(date +%s) - t)) s"
 		i=$((i + 1))
 		sleep 2
 	done
 	if [ "$(dmb_stat c mode)" != writeback ]; then
 		dmsetup message c 0 cache_mode writeback
-		echo "cache_mode writeback (last): exit $?, -" >>/tmp/chaos.log
+		rc=$?
+		echo "cache_mode writeback (last): exit $rc, -" >>/tmp/chaos.log
+		info "chaos: cache_mode writeback (last): exit $rc"
 	fi
 }
 
 chaos 80 &
 cpid=$!
 check "readers beside every kind of write, mode switches, gc, flush, reloads" \
-	overlap -d /dev/mapper/c -s 64 -T 90 -t 3 -r 2 -S 12 \
+	overlap 240 -d /dev/mapper/c -s 64 -T 90 -t 3 -r 2 -S 12 \
 	-o "$origin" -F "dmsetup message c 0 flush"
 wait $cpid
-while read -r line; do info "chaos: $line"; done </tmp/chaos.log
 check "every mode switch, gc, flush and reload succeeded" \
 	sh -c '! grep -v "exit 0," /tmp/chaos.log'
 check "some of each ran" test "$(grep -c reload /tmp/chaos.log)" -ge 2
