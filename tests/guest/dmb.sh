@@ -11,6 +11,7 @@
 #   dmesg_has TEXT               the kernel log mentions TEXT
 #   dmb_journal_entries CACHE    entries bcache-check finds to replay (0: none)
 #   dmb_replayed N               the kernel replayed N entries (0: nothing)
+#   dmb_overlap LIMIT ARGS       dmb-overlap ARGS on target c, stuck IO after LIMIT s a failure
 
 dmb_load() {
 	check "modprobe dm-bcache" modprobe dm-bcache
@@ -113,4 +114,33 @@ dmb_same() {
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	cmp "$1" "$2"
+}
+
+# dmb_overlap LIMIT ARGS: dmb-overlap ARGS; its output on failure, its summary
+# line always. Still running after LIMIT seconds, its IO is stuck: show
+# its output, the target's status, the blocked tasks and the CPUs, and end
+# the boot at once (every command after it would hang on the stuck IO).
+dmb_overlap() {
+	local limit="$1" t=0 pid rc
+	shift
+	rm -f /tmp/overlap.rc
+	(dmb-overlap "$@" >/tmp/overlap.out 2>&1; echo $? >/tmp/overlap.rc) &
+	pid=$!
+	while [ ! -s /tmp/overlap.rc ]; do
+		if [ $t -ge "$limit" ]; then
+			while read -r line; do info "  $line"; done </tmp/overlap.out
+			info "status: $(dmsetup status c 2>&1)"
+			echo w >/proc/sysrq-trigger
+			echo l >/proc/sysrq-trigger
+			fail "dmb-overlap ended within ${limit}s (its IO is stuck)"
+			exit 1
+		fi
+		sleep 1
+		t=$((t + 1))
+	done
+	wait $pid
+	rc=$(cat /tmp/overlap.rc)
+	cat /tmp/overlap.out
+	[ "$rc" -ne 0 ] || info "$(tail -n 1 /tmp/overlap.out)"
+	return "$rc"
 }

@@ -16,40 +16,11 @@ cache=$(disk cache)
 origin=$(disk origin)
 U=0ff1a9c0-5ca1-4e00-8d00-000000000018
 
-# overlap LIMIT ARGS: dmb-overlap ARGS; its output on failure, its summary
-# line always. Still running after LIMIT seconds, its IO is stuck: show
-# its output, the target's status, the blocked tasks and the CPUs, and end
-# the boot at once (every command after it would hang on the stuck IO).
-overlap() {
-	local limit="$1" t=0 pid rc
-	shift
-	rm -f /tmp/overlap.rc
-	(dmb-overlap "$@" >/tmp/overlap.out 2>&1; echo $? >/tmp/overlap.rc) &
-	pid=$!
-	while [ ! -s /tmp/overlap.rc ]; do
-		if [ $t -ge "$limit" ]; then
-			while read -r line; do info "  $line"; done </tmp/overlap.out
-			info "status: $(dmsetup status c)"
-			echo w >/proc/sysrq-trigger
-			echo l >/proc/sysrq-trigger
-			fail "dmb-overlap ended within ${limit}s (its IO is stuck)"
-			exit 1
-		fi
-		sleep 1
-		t=$((t + 1))
-	done
-	wait $pid
-	rc=$(cat /tmp/overlap.rc)
-	cat /tmp/overlap.out
-	[ "$rc" -ne 0 ] || info "$(tail -n 1 /tmp/overlap.out)"
-	return "$rc"
-}
-
 dmb_load
 check "format" make-bcache -q "$cache"
 check "create in writeback" dmb_create c "$cache" "$origin" origin_uuid $U \
 	cache_mode writeback
-check "readers beside small and 2 MiB writes" overlap 150 -d /dev/mapper/c \
+check "readers beside small and 2 MiB writes" dmb_overlap 150 -d /dev/mapper/c \
 	-s 32 -T 40 -t 2 -r 2 -L 2048 -l 15 -q 0 -D 0 -Z 0 -S 18 \
 	-o "$origin" -F "dmsetup message c 0 flush"
 info "status: $(dmsetup status c)"

@@ -52,6 +52,8 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
+#include "dmb-io.h"
+
 #define BLK		4096
 #define CHUNK		64	/* blocks per verify read */
 #define MAX_LEN		32	/* blocks per write */
@@ -186,22 +188,10 @@ static uint64_t dev_size(int fd, const char *path)
 static void io(int fd, const char *path, void *buf, uint64_t blk, uint64_t n,
 	       int write)
 {
-	size_t len = n * BLK, done = 0;
-	ssize_t r;
-
-	while (done < len) {
-		if (write)
-			r = pwrite(fd, (char *)buf + done, len - done,
-				   blk * BLK + done);
-		else
-			r = pread(fd, (char *)buf + done, len - done,
-				  blk * BLK + done);
-		if (r <= 0)
-			die(2, "%s: %s at block %" PRIu64 ": %s", path,
-			    write ? "write" : "read", blk,
-			    r ? strerror(errno) : "short");
-		done += r;
-	}
+	if (dmb_io_all(fd, buf, n * BLK, blk * BLK, write))
+		die(2, "%s: %s at block %" PRIu64 ": %s", path,
+		    write ? "write" : "read", blk,
+		    errno ? strerror(errno) : "short");
 }
 
 static int open_dev(const char *path, int flags)

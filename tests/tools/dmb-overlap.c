@@ -48,6 +48,8 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
+#include "dmb-io.h"
+
 #define BLK		4096
 #define SEC		512
 #define SPB		(BLK / SEC)
@@ -216,39 +218,21 @@ static void report_end(const char *what, uint64_t b, uint64_t n)
 
 static void lock_range(uint64_t b, uint64_t n)
 {
-	uint64_t s;
-
-	for (s = b / STRIPE; s <= (b + n - 1) / STRIPE; s++)
-		pthread_mutex_lock(&locks[s]);
+	dmb_lock_range(locks, STRIPE, b, n, 1);
 }
 
 static void unlock_range(uint64_t b, uint64_t n)
 {
-	uint64_t s;
-
-	for (s = b / STRIPE; s <= (b + n - 1) / STRIPE; s++)
-		pthread_mutex_unlock(&locks[s]);
+	dmb_lock_range(locks, STRIPE, b, n, 0);
 }
 
 static void io_all(int f, void *buf, uint64_t blk, uint64_t n, int write)
 {
-	size_t len = n * BLK, done_len = 0;
-	ssize_t r;
-
-	while (done_len < len) {
-		if (write)
-			r = pwrite(f, (char *)buf + done_len, len - done_len,
-				   blk * BLK + done_len);
-		else
-			r = pread(f, (char *)buf + done_len, len - done_len,
-				  blk * BLK + done_len);
-		if (r <= 0) {
-			fprintf(stderr, "dmb-overlap: %s of %" PRIu64 " blocks at block %" PRIu64 ": %s\n",
-				write ? "write" : "read", n, blk,
-				r ? strerror(errno) : "short");
-			exit(2);
-		}
-		done_len += r;
+	if (dmb_io_all(f, buf, n * BLK, blk * BLK, write)) {
+		fprintf(stderr, "dmb-overlap: %s of %" PRIu64 " blocks at block %" PRIu64 ": %s\n",
+			write ? "write" : "read", n, blk,
+			errno ? strerror(errno) : "short");
+		exit(2);
 	}
 }
 

@@ -26,6 +26,8 @@
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 
+#include "dmb-io.h"
+
 #define BLK		4096
 #define MAX_BLKS	64
 #define STRIPE		16	/* blocks per lock */
@@ -90,39 +92,21 @@ static int check_block(const uint64_t *p, uint64_t blk, uint64_t stamp,
 
 static void lock_range(uint64_t b, uint64_t n)
 {
-	uint64_t s;
-
-	for (s = b / STRIPE; s <= (b + n - 1) / STRIPE; s++)
-		pthread_mutex_lock(&locks[s]);
+	dmb_lock_range(locks, STRIPE, b, n, 1);
 }
 
 static void unlock_range(uint64_t b, uint64_t n)
 {
-	uint64_t s;
-
-	for (s = b / STRIPE; s <= (b + n - 1) / STRIPE; s++)
-		pthread_mutex_unlock(&locks[s]);
+	dmb_lock_range(locks, STRIPE, b, n, 0);
 }
 
 static int io_all(int f, void *buf, uint64_t blk, uint64_t n, int write)
 {
-	size_t len = n * BLK, done = 0;
-	ssize_t r;
-
-	while (done < len) {
-		if (write)
-			r = pwrite(f, (char *)buf + done, len - done,
-				   blk * BLK + done);
-		else
-			r = pread(f, (char *)buf + done, len - done,
-				  blk * BLK + done);
-		if (r <= 0) {
-			fprintf(stderr, "%s at block %" PRIu64 ": %s\n",
-				write ? "write" : "read", blk,
-				r ? strerror(errno) : "short");
-			exit(2);
-		}
-		done += r;
+	if (dmb_io_all(f, buf, n * BLK, blk * BLK, write)) {
+		fprintf(stderr, "%s at block %" PRIu64 ": %s\n",
+			write ? "write" : "read", blk,
+			errno ? strerror(errno) : "short");
+		exit(2);
 	}
 	return 0;
 }
