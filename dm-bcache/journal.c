@@ -566,8 +566,10 @@ void bch_journal_checkpoint_end(struct bch_cache_set *set, int r,
 }
 
 /*
- * Send on the writes a checkpoint held: either way they go, as a failed
- * checkpoint has invalidated what they would contradict (index.c).
+ * Send on the writes a checkpoint held: either way they go, as a device
+ * that failed a checkpoint has its clean cached data invalidated (index.c;
+ * dirty data stays, and is written back from the failed device). One that
+ * failed for want of memory kept them for its retry.
  */
 void bch_journal_checkpoint_release(struct bch_cache_set *set, bool ok,
 				    struct bio_list *waiters)

@@ -10,11 +10,16 @@
  * meanwhile. Reclaim never invalidates a bucket holding dirty data.
  *
  * A batch must never land on the origin after a newer write to the same
- * range. So it takes no extent where a write is in flight (track.c), and
- * while it runs, a write bound for the origin (bypass, unaligned, a cache
- * full of dirty data) that overlaps it waits for it (bch_writeback_park).
- * Both checks are made under the writeback lock, after the write was
- * counted in, so one of the two always sees the other.
+ * range. So it takes no extent where a write bound for the origin is in
+ * flight (track.c, BCH_TRACK_ORIGIN), and while it runs, such a write
+ * (bypass, unaligned, a cache full of dirty data) that overlaps it waits
+ * for it (bch_writeback_park). Both checks are made under the writeback
+ * lock, after the write was counted in, so one of the two always sees
+ * the other.
+ *
+ * A write bound for the origin never drops dirty data from the index: it
+ * is held (bch_writeback_hold) until a batch, which takes the held writes'
+ * ranges first, has written its range back (request.c, bch_punch).
  *
  * Rate: above writeback_percent of the cache dirty, or when someone waits
  * for a flush, batches follow each other; below, one batch a second, so
