@@ -118,17 +118,6 @@ static void *balloc(size_t len)
 	return p;
 }
 
-static uint64_t xs(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	*s = x;
-	return x;
-}
-
 static uint64_t fnv(const void *p, size_t len)
 {
 	const unsigned char *c = p;
@@ -154,7 +143,7 @@ static void fill_block(uint64_t *p, uint64_t blk, uint64_t stamp)
 	p[0] = blk;
 	p[1] = stamp;
 	for (i = 2; i < BLK / 8; i++)
-		p[i] = xs(&s);
+		p[i] = dmb_xs(&s);
 }
 
 /* The stamp a block holds: 0 for zeros, UINT64_MAX if not ours. */
@@ -516,17 +505,17 @@ static int cmd_run(int argc, char **argv)
 	r = balloc(BLK);
 	for (b = first; b < first + nbatches; b++) {
 		rstate = (hdr.seed * 0x9e3779b97f4a7c15ULL) ^ (b * 0xbf58476d1ce4e5b9ULL);
-		xs(&rstate);
+		dmb_xs(&rstate);
 		memset(r, 0, BLK);
-		r->nwrites = 1 + xs(&rstate) % maxw;
+		r->nwrites = 1 + dmb_xs(&rstate) % maxw;
 		for (i = 0; i < r->nwrites; i++) {
-			n = 1 + xs(&rstate) % (xs(&rstate) % 4 ? 8 : MAX_LEN);
+			n = 1 + dmb_xs(&rstate) % (dmb_xs(&rstate) % 4 ? 8 : MAX_LEN);
 			r->w[i].n = n;
 			/* a quarter of the writes go to a hot eighth */
-			if (xs(&rstate) % 4 == 0)
-				r->w[i].blk = xs(&rstate) % (nb / 8);
+			if (dmb_xs(&rstate) % 4 == 0)
+				r->w[i].blk = dmb_xs(&rstate) % (nb / 8);
 			else
-				r->w[i].blk = xs(&rstate) % (nb - n + 1);
+				r->w[i].blk = dmb_xs(&rstate) % (nb - n + 1);
 		}
 		r->batch = b;
 		rec_write(r, b, KIND_INTENT);
@@ -535,11 +524,11 @@ static int cmd_run(int argc, char **argv)
 			/* the reads, spread over the batch */
 			for (k = reads * i / r->nwrites;
 			     k < reads * (i + 1) / r->nwrites; k++) {
-				n = 1 + xs(&rstate) % 16;
-				if (xs(&rstate) % 2)	/* the hot eighth */
-					checked_read(xs(&rstate) % (nb / 8), n);
+				n = 1 + dmb_xs(&rstate) % 16;
+				if (dmb_xs(&rstate) % 2)	/* the hot eighth */
+					checked_read(dmb_xs(&rstate) % (nb / 8), n);
 				else
-					checked_read(xs(&rstate) % (nb - n + 1), n);
+					checked_read(dmb_xs(&rstate) % (nb - n + 1), n);
 			}
 		}
 		sync_dev();

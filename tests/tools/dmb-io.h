@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The test tools' IO: whole transfers at a byte offset, which pread and
- * pwrite may split, and block-range locks over stripes of a mutex array.
+ * What the test tools share: whole transfers at a byte offset, which
+ * pread and pwrite may split, block-range locks over stripes of a mutex
+ * array, and the xorshift generator of their patterns and choices.
  */
 #ifndef DMB_IO_H
 #define DMB_IO_H
@@ -45,6 +46,18 @@ static inline void dmb_lock_range(pthread_mutex_t *locks, uint64_t stripe,
 		else
 			pthread_mutex_unlock(&locks[s]);
 	}
+}
+
+/* xorshift64: fast, and the same sequence for the same seed everywhere. */
+static inline uint64_t dmb_xs(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*s = x;
+	return x;
 }
 
 #endif /* DMB_IO_H */

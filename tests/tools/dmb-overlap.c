@@ -112,20 +112,9 @@ static double now(void)
 	return (t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9;
 }
 
-static uint64_t xs(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	*s = x;
-	return x;
-}
-
 static uint64_t rnd(uint64_t *s, uint64_t n)
 {
-	return xs(s) % n;
+	return dmb_xs(s) % n;
 }
 
 static void fill_sector(uint64_t *p, uint64_t blk, unsigned int sec,
@@ -141,7 +130,7 @@ static void fill_sector(uint64_t *p, uint64_t blk, unsigned int sec,
 	p[1] = stamp;
 	p[2] = MAGIC | sec;
 	for (i = 3; i < WPS; i++)
-		p[i] = xs(&s);
+		p[i] = dmb_xs(&s);
 }
 
 static void fill_block(uint64_t *p, uint64_t blk, uint64_t stamp)

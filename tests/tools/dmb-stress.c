@@ -45,17 +45,6 @@ static uint64_t inject;	/* self-test: every Nth write is not issued */
 static volatile int failed;
 static uint64_t stats_r, stats_w, stats_d;
 
-static uint64_t xs(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	*s = x;
-	return x;
-}
-
 static void fill_block(uint64_t *p, uint64_t blk, uint64_t stamp)
 {
 	uint64_t s = (blk * 0x9e3779b97f4a7c15ULL) ^ stamp ^ 0x5bd1e995;
@@ -64,7 +53,7 @@ static void fill_block(uint64_t *p, uint64_t blk, uint64_t stamp)
 	p[0] = blk;
 	p[1] = stamp;
 	for (i = 2; i < BLK / 8; i++)
-		p[i] = xs(&s);
+		p[i] = dmb_xs(&s);
 }
 
 static int check_block(const uint64_t *p, uint64_t blk, uint64_t stamp,
@@ -177,15 +166,15 @@ static void *worker(void *arg)
 	    posix_memalign((void **)&obuf, BLK, MAX_BLKS * BLK))
 		exit(2);
 	for (op = 0; op < nops && !failed; op++) {
-		uint64_t r = xs(&w->seed) % 100;
+		uint64_t r = dmb_xs(&w->seed) % 100;
 
-		n = 1 + xs(&w->seed) % (xs(&w->seed) % 4 ? 8 : MAX_BLKS);
+		n = 1 + dmb_xs(&w->seed) % (dmb_xs(&w->seed) % 4 ? 8 : MAX_BLKS);
 		if (r < 30)	/* hot set: mostly hits */
-			b = (w->hot + xs(&w->seed) % 256) % (nblocks - n);
+			b = (w->hot + dmb_xs(&w->seed) % 256) % (nblocks - n);
 		else
-			b = xs(&w->seed) % (nblocks - n);
+			b = dmb_xs(&w->seed) % (nblocks - n);
 		lock_range(b, n);
-		r = xs(&w->seed) % 100;
+		r = dmb_xs(&w->seed) % 100;
 		if (r < (uint64_t)discard_pct)
 			do_discard(buf, obuf, b, n);
 		else if (r < 40)
