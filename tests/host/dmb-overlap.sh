@@ -1,7 +1,8 @@
 #!/bin/bash
 # Host: the overlapping stale-read hunter (tests/tools/dmb-overlap.c) is
-# quiet on a plain file, and notices stale data when every 50th write is
-# dropped (-X).
+# quiet on a plain file, notices stale data when every 50th write is
+# dropped (-X), lets a read see a sector torn between two writes of its
+# block (-Y) and not one torn with another block's data (-Y -y).
 set -u
 bin=${BUILD:-build}/tools/dmb-overlap
 f=$(mktemp)
@@ -17,6 +18,20 @@ if "$bin" -d "$f" -s 32 -T 4 -t 3 -r 2 -S 7 -X 50 -v 3; then
 	fail=$((fail + 1)); echo "FAIL dmb-overlap detects dropped writes"
 else
 	pass=$((pass + 1)); echo "ok   dmb-overlap detects dropped writes"
+fi
+out=$("$bin" -d "$f" -s 32 -T 4 -t 3 -r 2 -S 7 -Y 20)
+rc=$?
+echo "$out"
+torn=$(echo "$out" | sed -n 's/.* \([0-9]*\) sectors torn between writes.*/\1/p')
+if [ "$rc" = 0 ] && [ "${torn:-0}" -gt 0 ]; then
+	pass=$((pass + 1)); echo "ok   dmb-overlap allows a sector torn between two writes"
+else
+	fail=$((fail + 1)); echo "FAIL dmb-overlap allows a sector torn between two writes (rc $rc, ${torn:-no} torn)"
+fi
+if "$bin" -d "$f" -s 32 -T 4 -t 3 -r 2 -S 7 -Y 20 -y -v 3; then
+	fail=$((fail + 1)); echo "FAIL dmb-overlap detects a sector torn with another block's data"
+else
+	pass=$((pass + 1)); echo "ok   dmb-overlap detects a sector torn with another block's data"
 fi
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

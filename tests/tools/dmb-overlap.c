@@ -22,6 +22,13 @@
  * a write-zeroes was the snapshot's write or issued since; a block
  * discarded at or after the snapshot is unknown and skipped.
  *
+ * Nothing makes a sector atomic for a read overlapping a write of it: the
+ * origin (a ramdisk, a file under QEMU) copies bytes while the read copies
+ * them out, so a sector may be torn between two writes. A sector that does
+ * not decode is right if each of its bytes is that byte of a write the
+ * block's history allows (the snapshot's or one issued since); anything
+ * else (older data, another block's, garbage) is a violation.
+ *
  * Writes mix small random ones (cached, dirty in writeback), large ones
  * over 1 MiB (sent to the origin, punching the cache), sequential runs
  * (past sequential_cutoff they bypass), discards and write-zeroes. At the
@@ -79,6 +86,9 @@ static int fd, ofd = -1, isblk;
 static uint64_t nblocks;
 /* Per block: newest issued and completed versions, newest zero/discard stamps. */
 static uint64_t *issued, *done, *last_zero, *last_discard;
+/* Per block: the last HIST versions issued, a ring indexed by count. */
+#define HIST		8
+static uint64_t *hist, *hcount;
 static pthread_mutex_t *locks;
 static uint64_t stamp_next = 1;
 
@@ -86,7 +96,9 @@ static uint64_t stamp_next = 1;
 static uint64_t small_max = 16, large_min = 257, large_max = 1024;
 static uint64_t seq_piece = 64, seq_len = 1536, read_max = 256;
 static int pct_large = 20, pct_seq = 5, pct_discard = 3, pct_zero = 3;
-static uint64_t nops = UINT64_MAX, inject;
+static uint64_t nops = UINT64_MAX, inject, inject_torn;
+static int torn_foreign;	/* -y: the injected tear is not any write's */
+static uint64_t torn_blk, torn_reads;	/* a torn block (+1) for a reader */
 static int max_print = 30;
 static int no_discard;		/* discards failed: stop issuing them */
 
@@ -95,7 +107,7 @@ static struct timespec t0;
 static double deadline;		/* seconds after t0; 0: none */
 
 static uint64_t ops_issued;
-static uint64_t st_reads, st_read_blocks, st_skipped, st_mixed;
+static uint64_t st_reads, st_read_blocks, st_skipped, st_mixed, st_torn_ok;
 static uint64_t st_writes[NKINDS];
 static uint64_t st_bad[NVERDICTS], st_bad_ios;
 static uint64_t st_stale_quiet;	/* stale with no write issued since the snapshot */
@@ -283,6 +295,37 @@ static void doing(const char *what, uint64_t b, uint64_t n, uint64_t stamp)
 }
 
 /*
+ * Self-test (-Y): first write block b with its sector 0 torn, the first
+ * half this write's and the second half the block's last completed write
+ * (a tear a read may see), or with -y another block's (one it must never
+ * see), and leave it so until a reader has read it (or for a second).
+ */
+static void write_torn(uint64_t *buf, uint64_t b, uint64_t stamp)
+{
+	uint64_t old = VSTAMP(done[b]), *p, seen;
+	int i;
+
+	if (posix_memalign((void **)&p, BLK, BLK))
+		exit(2);
+	memcpy(p, buf, BLK);
+	if (torn_foreign)
+		fill_sector(p, b + 1, 0, stamp);
+	else if (VKIND(done[b]) == K_ZERO || !old)
+		memset(p, 0, SEC);
+	else
+		fill_sector(p, b, 0, old);
+	memcpy(p, buf, SEC / 2);
+	io_all(fd, p, b, 1, 1);
+	seen = __atomic_load_n(&torn_reads, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&torn_blk, b + 1, __ATOMIC_RELEASE);
+	for (i = 0; i < 1000 && !stop_readers &&
+	     __atomic_load_n(&torn_reads, __ATOMIC_ACQUIRE) == seen; i++)
+		usleep(1000);
+	__atomic_store_n(&torn_blk, 0, __ATOMIC_RELEASE);
+	free(p);
+}
+
+/*
  * One write of n blocks at b, under its stripes' locks: the stamp is taken
  * inside them, so per block, issue order is stamp order. issued is
  * published before the IO (a read can see the data only after that), done
@@ -298,6 +341,10 @@ static void do_write(uint64_t *buf, uint64_t b, uint64_t n, enum kind k)
 	v = stamp << KBITS | k;
 	doing(op_name[k], b, n, stamp);
 	for (i = 0; i < n; i++) {
+		uint64_t h = __atomic_load_n(&hcount[b + i], __ATOMIC_RELAXED);
+
+		__atomic_store_n(&hist[(b + i) * HIST + h % HIST], v, __ATOMIC_RELEASE);
+		__atomic_store_n(&hcount[b + i], h + 1, __ATOMIC_RELEASE);
 		__atomic_store_n(&issued[b + i], v, __ATOMIC_RELEASE);
 		if (k == K_ZERO)
 			__atomic_store_n(&last_zero[b + i], stamp, __ATOMIC_RELEASE);
@@ -315,6 +362,8 @@ static void do_write(uint64_t *buf, uint64_t b, uint64_t n, enum kind k)
 	default:
 		for (i = 0; i < n; i++)
 			fill_block(buf + i * BLK / 8, b + i, stamp);
+		if (inject_torn && !(stamp % inject_torn))
+			write_torn(buf, b, stamp);
 		/* self-test: drop every inject-th write, keep it in the model */
 		if (!inject || stamp % inject)
 			io_all(fd, buf, b, n, 1);
@@ -380,6 +429,45 @@ static void *writer(void *arg)
 }
 
 /*
+ * A sector of blk that does not decode: is each byte that byte of the
+ * snapshot's write or of one issued since (a read overlapping writes)?
+ * Not if the history no longer reaches back to the snapshot.
+ */
+static int torn_between_writes(const uint64_t *p, uint64_t blk,
+			       unsigned int sec, uint64_t snap)
+{
+	uint64_t want[HIST][WPS], v, h;
+	const unsigned char *got = (const unsigned char *)p;
+	unsigned int i, k, n = 0;
+	int reached = 0;
+
+	h = __atomic_load_n(&hcount[blk], __ATOMIC_ACQUIRE);
+	for (i = 0; i < HIST && i < h; i++) {
+		v = __atomic_load_n(&hist[blk * HIST + (h - 1 - i) % HIST],
+				    __ATOMIC_ACQUIRE);
+		if (VSTAMP(v) < VSTAMP(snap))
+			break;
+		if (v == snap)
+			reached = 1;
+		if (VKIND(v) == K_ZERO || VKIND(v) == K_DISCARD)
+			memset(want[n++], 0, SEC);
+		else
+			fill_sector(want[n++], blk, sec, VSTAMP(v));
+	}
+	if (!reached)
+		return 0;
+	for (i = 0; i < SEC; i++) {
+		for (k = 0; k < n; k++)
+			if (got[i] == ((const unsigned char *)want[k])[i])
+				break;
+		if (k == n)
+			return 0;
+	}
+	__atomic_add_fetch(&st_torn_ok, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+/*
  * One block of a lock-free read, snap its completed version before the
  * read was issued. Every sector must hold a version between snap and the
  * newest issued now; the first bad sector is reported.
@@ -415,12 +503,20 @@ static void check_read(const uint64_t *p, uint64_t blk, uint64_t snap,
 			       kind_name[VKIND(iss)], rn, rb, j);
 			return;
 		case S_TORN:
+			if (torn_between_writes(p + j * WPS, blk, j, snap)) {
+				mixed = 1;
+				continue;
+			}
 			report(V_TORN, "TORN block %" PRIu64 ": sector %u has the header of stamp %" PRIu64
 			       " but not its pattern (completed %" PRIu64 ", newest issued %" PRIu64
 			       "; read of %" PRIu64 " blocks at %" PRIu64 ")\n",
 			       blk, j, s, ss, VSTAMP(iss), rn, rb);
 			return;
 		case S_GARBAGE:
+			if (torn_between_writes(p + j * WPS, blk, j, snap)) {
+				mixed = 1;
+				continue;
+			}
 			report(V_GARBAGE, "GARBAGE block %" PRIu64 ": sector %u holds block %" PRIu64
 			       " stamp %" PRIu64 " word2 %#" PRIx64 " (completed %" PRIu64
 			       ", newest issued %" PRIu64 "; read of %" PRIu64 " blocks at %" PRIu64 ")\n",
@@ -464,7 +560,7 @@ static void check_read(const uint64_t *p, uint64_t blk, uint64_t snap,
 static void *reader(void *arg)
 {
 	struct thr *t = arg;
-	uint64_t *buf, *snap, b, n, i;
+	uint64_t *buf, *snap, b, n, i, tb;
 
 	self = t;
 	if (posix_memalign((void **)&buf, BLK, read_max * BLK))
@@ -475,6 +571,11 @@ static void *reader(void *arg)
 	while (!stop_readers) {
 		n = 1 + rnd(&t->seed, rnd(&t->seed, 2) ? 16 : read_max);
 		b = pick(&t->seed, n);
+		tb = __atomic_exchange_n(&torn_blk, 0, __ATOMIC_ACQ_REL);
+		if (tb) {
+			b = tb - 1;
+			n = 1;
+		}
 		for (i = 0; i < n; i++)
 			snap[i] = __atomic_load_n(&done[b + i], __ATOMIC_ACQUIRE);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -485,6 +586,8 @@ static void *reader(void *arg)
 		for (i = 0; i < n; i++)
 			check_read(buf + i * BLK / 8, b + i, snap[i], b, n);
 		report_end("read", b, n);
+		if (tb)
+			__atomic_add_fetch(&torn_reads, 1, __ATOMIC_RELEASE);
 		__atomic_add_fetch(&st_reads, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&st_read_blocks, n, __ATOMIC_RELAXED);
 	}
@@ -635,7 +738,7 @@ int main(int argc, char **argv)
 	pthread_t wd;
 	struct stat sb;
 
-	while ((c = getopt(argc, argv, "d:o:F:s:n:T:t:r:S:IL:l:q:D:Z:m:R:v:X:")) != -1) {
+	while ((c = getopt(argc, argv, "d:o:F:s:n:T:t:r:S:IL:l:q:D:Z:m:R:v:X:Y:y")) != -1) {
 		switch (c) {
 		case 'd': dev = optarg; break;
 		case 'o': origin = optarg; break;
@@ -659,6 +762,8 @@ int main(int argc, char **argv)
 		case 'R': read_max = strtoull(optarg, NULL, 0) / 4; break;
 		case 'v': max_print = atoi(optarg); break;
 		case 'X': inject = strtoull(optarg, NULL, 0); break;
+		case 'Y': inject_torn = strtoull(optarg, NULL, 0); break;
+		case 'y': torn_foreign = 1; break;
 		default: goto usage;
 		}
 	}
@@ -685,13 +790,16 @@ int main(int argc, char **argv)
 	done = calloc(nblocks, sizeof(*done));
 	last_zero = calloc(nblocks, sizeof(*last_zero));
 	last_discard = calloc(nblocks, sizeof(*last_discard));
+	hist = calloc(nblocks * HIST, sizeof(*hist));
+	hcount = calloc(nblocks, sizeof(*hcount));
 	locks = calloc(nblocks / STRIPE + 1, sizeof(*locks));
 	nthr = writers + readers;
 	nreaders = readers;
 	all_thr = calloc(nthr + 1, sizeof(*all_thr));
 	w = all_thr;
 	r = all_thr + writers;
-	if (!issued || !done || !last_zero || !last_discard || !locks || !w ||
+	if (!issued || !done || !last_zero || !last_discard || !hist ||
+	    !hcount || !locks || !w ||
 	    !r || posix_memalign(&zeros, BLK, large_max * BLK))
 		return 2;
 	memset(zeros, 0, large_max * BLK);
@@ -743,11 +851,12 @@ int main(int argc, char **argv)
 	for (c = 0; c < NKINDS; c++)
 		nwrites += st_writes[c];
 	printf("dmb-overlap: %.1f s, %" PRIu64 " reads (%" PRIu64 " blocks, %" PRIu64
-	       " skipped as discarded, %" PRIu64 " mixed), %" PRIu64 " writes (%" PRIu64
+	       " skipped as discarded, %" PRIu64 " mixed, %" PRIu64
+	       " sectors torn between writes), %" PRIu64 " writes (%" PRIu64
 	       " small, %" PRIu64 " origin-bound large, %" PRIu64 " sequential, %" PRIu64
 	       " write-zeroes), %" PRIu64 " discards, over %" PRIu64 " blocks, %d writers, %d readers, seed %" PRIu64
 	       ": %" PRIu64 " violations in %" PRIu64 " reads",
-	       elapsed, st_reads, st_read_blocks, st_skipped, st_mixed,
+	       elapsed, st_reads, st_read_blocks, st_skipped, st_mixed, st_torn_ok,
 	       nwrites - st_writes[K_DISCARD], st_writes[K_SMALL],
 	       st_writes[K_LARGE], st_writes[K_SEQ], st_writes[K_ZERO],
 	       st_writes[K_DISCARD], nblocks, writers, readers, seed, bad,
@@ -780,6 +889,8 @@ usage:
 		"  -o ORIGIN  at the end, check the origin too, after\n"
 		"  -F CMD     running CMD (e.g. 'dmsetup message DEV 0 flush')\n"
 		"  -v N       print at most N violations (30)\n"
-		"  -X N       self-test: drop every Nth data write\n");
+		"  -X N       self-test: drop every Nth data write\n"
+		"  -Y N       self-test: every Nth data write first leaves a sector torn\n"
+		"             between it and the block's last write (-y: another block's)\n");
 	return 2;
 }
