@@ -1097,7 +1097,8 @@ static void report_lost(const struct bch_cache *c)
 		info("repair: --force: lost %s%llu dirty sectors (%s) in total",
 		     at_least(), (unsigned long long)S.dirty_total, size);
 	if (S.dirty_unknown[0])
-		info("repair: --force: lost whatever dirty data the index held: %s", S.dirty_unknown);
+		info("repair: --force: lost whatever dirty data the index held: %s",
+		     S.dirty_unknown);
 	else if (S.dirty_partial[0])
 		info("repair: --force: lost whatever dirty data was among the keys not counted: %s",
 		     S.dirty_partial);

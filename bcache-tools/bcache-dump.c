@@ -201,7 +201,8 @@ static int64_t print_journal(struct bch_cache *c, bool print, bool *bad)
 		if (print)
 			printf("jset %llu %llu %llu+%llu %u %u\n", (unsigned long long)e.seq,
 			       (unsigned long long)e.pos,
-			       (unsigned long long)(le64toh(sb->journal_first) + e.pos / c->bucket_size),
+			       (unsigned long long)(le64toh(sb->journal_first) +
+						    e.pos / c->bucket_size),
 			       (unsigned long long)(e.pos % c->bucket_size), e.sectors, e.nkeys);
 		for (i = 0; i < e.nkeys; i++) {
 			state = jkey_refused(c, &e.keys[i]);

@@ -224,7 +224,7 @@ int bch_index_io(struct bch_btree *b, bool write, u64 bucket, u32 offset, void *
 	if (!offset && sectors == c->bucket_size) {
 		snoop_node(c, bucket, buf);
 		bch_progress(false, "index nodes read: %llu",
-			     (unsigned long long)++c->nodes_read);
+			     (unsigned long long)(++c->nodes_read));
 	}
 	return 0;
 }

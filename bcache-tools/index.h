@@ -56,9 +56,8 @@ struct bch_cache {
 struct bch_replay {
 	u64			entries;	/* good entries replayed */
 	u64			keys;		/* keys inserted */
-	u64			bad;		/* keys not inserted: the first one
-						 * bch_jkey_invalid() refused, and
-						 * all after it */
+	/* keys not inserted: the first one bch_jkey_invalid() refused, and all after it */
+	u64			bad;
 };
 
 /* What the kernel would make of a leaf key at the next attach. */

@@ -58,7 +58,6 @@ void bch_journal_close(struct bch_journal *j)
 	j->buf = NULL;
 }
 
-
 /*
  * Is there a good entry with seq @seq at ring sector @pos? 1 yes (in
  * j->buf), 0 no (@why says why), -1 read error.

@@ -119,8 +119,10 @@ int bch_journal_open(struct bch_journal *j, struct bch_dev *dev,
  */
 int bch_journal_next(struct bch_journal *j, struct bch_jentry *e);
 void bch_journal_close(struct bch_journal *j);
-/* The largest seq of anything that looks like an entry of this cache set
- * at a block boundary of the ring (checksum or not); 0 if none. */
+/*
+ * The largest seq of anything that looks like an entry of this cache set
+ * at a block boundary of the ring (checksum or not); 0 if none.
+ */
 int bch_journal_max_seq(struct bch_dev *dev, const struct bch_sb_disk *sb,
 			uint64_t *max);
 bool bch_journal_bucket(const struct bch_sb_disk *sb, uint64_t bucket);

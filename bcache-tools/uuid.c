@@ -100,7 +100,7 @@ void bch_uuid_print_flags(uint32_t flags)
 	const char *sep = "";
 	unsigned int i;
 
-	for (i = 0; i < sizeof(bits) / sizeof(bits[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(bits); i++) {
 		if (flags & bits[i].bit) {
 			printf("%s%s", sep, bits[i].name);
 			sep = ",";

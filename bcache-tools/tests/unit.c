@@ -21,7 +21,7 @@
 #define MiB		(1024ULL * 1024)
 
 static const char *bindir;
-static char tmpdir[] = "/tmp/bcache-unit.XXXXXX";
+static char tmpdir[32];		/* mkdtemp() fills in the X's */
 static unsigned int passed, failed;
 static char out[1 << 16], err[1 << 16];
 
@@ -176,7 +176,7 @@ static void copy_file(const char *from, const char *to)
 
 static bool has(const char *haystack, const char *needle)
 {
-	return strstr(haystack, needle) != NULL;
+	return !!strstr(haystack, needle);
 }
 
 static void test_crc32c(void)
@@ -767,6 +767,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	bindir = argv[1];
+	strcpy(tmpdir, "/tmp/bcache-unit.XXXXXX");
 	if (!mkdtemp(tmpdir)) {
 		perror("mkdtemp");
 		return 1;
