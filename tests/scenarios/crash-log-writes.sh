@@ -11,12 +11,16 @@
 # truth) and hold every write acknowledged before that point. Self-checks
 # prove that a lost write and a stale read would be caught.
 # Mode: DMB_CACHE_MODE (default writethrough; crash-log-writes-writeback.sh).
+# DMB_CRASH_GC=N (crash-checkpoint.sh): N checkpoints ("gc" messages) run
+# beside the workload, between marks gcK and gcK-end, and every entry of
+# the log inside them is a point (a crash at each write of a checkpoint).
 # disks: data=64M log=512M scratch=64M work=64M model=4M
 # timeout: 900
 # shellcheck shell=sh disable=SC3043 # busybox ash has local
 . /tests/guest/dmb.sh
 
 MODE=${DMB_CACHE_MODE:-writethrough}
+GCS=${DMB_CRASH_GC:-0}
 U=c1c1c1c1-c1c1-4c1c-8c1c-c1c1c1c1c1c1
 CS=32768        # the cache segment: 16 MiB
 OS=65536        # the origin segment: 32 MiB
@@ -58,8 +62,26 @@ fi
 pass "create the target over the two segments ($opts)"
 check "sequential_cutoff 0" dmsetup message c 0 sequential_cutoff 0
 t0=$(cut -d' ' -f1 /proc/uptime)
+rm -f /tmp/gc.done /tmp/gc.err
+if [ "$GCS" -gt 0 ]; then
+	# checkpoints while the workload writes, one every second or so
+	(
+		for g in $(seq "$GCS"); do
+			sleep 1
+			dmsetup message lw 0 mark "gc$g" &&
+				dmsetup message c 0 gc &&
+				dmsetup message lw 0 mark "gc$g-end" || echo "gc $g failed" >>/tmp/gc.err
+		done
+		touch /tmp/gc.done
+	) &
+fi
 check "workload: $BATCHES batches through the target, fsync and a mark after each" \
 	dmb-crashload run -d /dev/mapper/c -m "$model" -n $BATCHES -w 24 -r 16 -M lw -q
+if [ "$GCS" -gt 0 ]; then
+	wait
+	check "$GCS checkpoints beside the workload" test -e /tmp/gc.done -a ! -e /tmp/gc.err
+	check "the checkpoints ran during the workload" test "$(dmb_stat c checkpoints)" -ge "$GCS"
+fi
 info "workload took $(echo "$(cut -d' ' -f1 /proc/uptime) - $t0" | bc) s; c: $(dmsetup status c)"
 check "hits during the workload" test "$(dmb_stat c read_hits)" -gt 0
 check "mark: end" dmsetup message lw 0 mark end
@@ -92,13 +114,18 @@ end=$(dmb-replay-log find "$log" end)
 # itself (nothing of the next batch can be in): FLUSH/FUA/MARK entries in
 # /tmp/points, plain writes (mid-batch states: some writes of the batch
 # in flight landed, the rest did not) in /tmp/writes.
+# Entries inside a checkpoint's marks go to /tmp/gcpoints, all of them.
 awk -v f="$first" -v e="$end" '
 	/^#/ { next }
 	$4 ~ /MARK/ && $5 ~ /^ack[0-9]+$/ { k = substr($5, 4) }
+	$4 ~ /MARK/ && $5 ~ /^gc[0-9]+$/ { gc = 1 }
 	$1 >= f && $1 <= e {
 		x = ($4 ~ /MARK/ && $5 ~ /^ack[0-9]+$/) ? 1 : 0
 		p = $1 ":" (k + 0) ":" x ":" $4 ($5 != "" ? "/" $5 : "")
-		print p > ($4 ~ /FLUSH|FUA|MARK/ ? "/tmp/points" : "/tmp/writes") }' /tmp/list
+		if (gc) print p > "/tmp/gcpoints"
+		print p > ($4 ~ /FLUSH|FUA|MARK/ ? "/tmp/points" : "/tmp/writes") }
+	$4 ~ /MARK/ && $5 ~ /^gc[0-9]+-end$/ { gc = 0 }' /tmp/list
+touch /tmp/gcpoints
 n=$(wc -l </tmp/points)
 # M of FILE spread evenly (not with a fixed step, which can fall in phase
 # with the workload's flush, mark, flush, mark...), and its last
@@ -106,9 +133,14 @@ spread() {
 	awk -v n="$(wc -l <"$2")" -v m="$1" 'BEGIN { for (i = 0; i < m; i++) sel[int(i * n / m) + 1] = 1; sel[n] = 1 }
 		NR in sel' "$2"
 }
-{ spread $MAXPOINTS /tmp/points; spread 3 /tmp/writes; } | sort -t: -k1,1n -u >/tmp/sample
-info "$n flush points, $(wc -l </tmp/writes) plain writes from entry $first (formatted) to $end (end); checking $(wc -l </tmp/sample)"
+{ spread $MAXPOINTS /tmp/points; spread 3 /tmp/writes; cat /tmp/gcpoints; } |
+	sort -t: -k1,1n -u >/tmp/sample
+info "$n flush points, $(wc -l </tmp/writes) plain writes from entry $first (formatted) to $end (end), $(wc -l </tmp/gcpoints) entries inside checkpoints; checking $(wc -l </tmp/sample)"
 check "the sample has points" test -s /tmp/sample
+if [ "$GCS" -gt 0 ]; then
+	# a checkpoint writes nodes and the superblock: more than its two marks
+	check "the checkpoints wrote to the log" test "$(grep -vc MARK /tmp/gcpoints)" -gt "$GCS"
+fi
 
 # One replayed point: $work holds the image. Sets the globals below.
 loadfail=0 lost=0 stale=0 corrupt=0 differ=0 checked=0 hitpoints=0 lasthits=0
