@@ -87,7 +87,7 @@ static uint64_t nblocks;
 /* Per block: newest issued and completed versions, newest zero/discard stamps. */
 static uint64_t *issued, *done, *last_zero, *last_discard;
 /* Per block: the last HIST versions issued, a ring indexed by count. */
-#define HIST		8
+#define HIST		16
 static uint64_t *hist, *hcount;
 static pthread_mutex_t *locks;
 static uint64_t stamp_next = 1;
@@ -97,7 +97,9 @@ static uint64_t small_max = 16, large_min = 257, large_max = 1024;
 static uint64_t seq_piece = 64, seq_len = 1536, read_max = 256;
 static int pct_large = 20, pct_seq = 5, pct_discard = 3, pct_zero = 3;
 static uint64_t nops = UINT64_MAX, inject, inject_torn;
-static int torn_foreign;	/* -y: the injected tear is not any write's */
+/* -y: the injected tear's second half is another block's or an older write's */
+enum { TORN_OK, TORN_OTHER, TORN_OLDER } torn_kind;
+static volatile int readers_running;
 static uint64_t torn_blk, torn_reads;	/* a torn block (+1) for a reader */
 static int max_print = 30;
 static int no_discard;		/* discards failed: stop issuing them */
@@ -297,19 +299,34 @@ static void doing(const char *what, uint64_t b, uint64_t n, uint64_t stamp)
 /*
  * Self-test (-Y): first write block b with its sector 0 torn, the first
  * half this write's and the second half the block's last completed write
- * (a tear a read may see), or with -y another block's (one it must never
- * see), and leave it so until a reader has read it (or for a second).
+ * (a tear a read may see), or with -y other another block's, with -y older
+ * the write before the last completed one (tears it must never see), and
+ * leave it so until a reader has read it (or for a second).
  */
 static void write_torn(uint64_t *buf, uint64_t b, uint64_t stamp)
 {
-	uint64_t old = VSTAMP(done[b]), *p, seen;
+	uint64_t old = VSTAMP(done[b]), *p, seen, h;
 	int i;
+
+	if (!readers_running)
+		return;
+	if (torn_kind == TORN_OLDER) {
+		/* this write is in the ring already: the one before the last */
+		h = hcount[b];
+		if (h < 3)
+			return;
+		old = VSTAMP(hist[b * HIST + (h - 3) % HIST]);
+		if (VKIND(hist[b * HIST + (h - 3) % HIST]) >= K_ZERO)
+			return;
+	}
 
 	if (posix_memalign((void **)&p, BLK, BLK))
 		exit(2);
 	memcpy(p, buf, BLK);
-	if (torn_foreign)
+	if (torn_kind == TORN_OTHER)
 		fill_sector(p, b + 1, 0, stamp);
+	else if (torn_kind == TORN_OLDER)
+		fill_sector(p, b, 0, old);
 	else if (VKIND(done[b]) == K_ZERO || !old)
 		memset(p, 0, SEC);
 	else
@@ -430,11 +447,12 @@ static void *writer(void *arg)
 
 /*
  * A sector of blk that does not decode: is each byte that byte of the
- * snapshot's write or of one issued since (a read overlapping writes)?
- * Not if the history no longer reaches back to the snapshot.
+ * snapshot's write or of one issued since, up to @iss, the newest issued
+ * when the read returned (a read overlapping writes)? Not if the history
+ * no longer reaches back to the snapshot.
  */
 static int torn_between_writes(const uint64_t *p, uint64_t blk,
-			       unsigned int sec, uint64_t snap)
+			       unsigned int sec, uint64_t snap, uint64_t iss)
 {
 	uint64_t want[HIST][WPS], v, h;
 	const unsigned char *got = (const unsigned char *)p;
@@ -447,6 +465,8 @@ static int torn_between_writes(const uint64_t *p, uint64_t blk,
 				    __ATOMIC_ACQUIRE);
 		if (VSTAMP(v) < VSTAMP(snap))
 			break;
+		if (VSTAMP(v) > VSTAMP(iss))
+			continue;	/* issued after the read returned */
 		if (v == snap)
 			reached = 1;
 		if (VKIND(v) == K_ZERO || VKIND(v) == K_DISCARD)
@@ -503,7 +523,7 @@ static void check_read(const uint64_t *p, uint64_t blk, uint64_t snap,
 			       kind_name[VKIND(iss)], rn, rb, j);
 			return;
 		case S_TORN:
-			if (torn_between_writes(p + j * WPS, blk, j, snap)) {
+			if (torn_between_writes(p + j * WPS, blk, j, snap, iss)) {
 				mixed = 1;
 				continue;
 			}
@@ -513,7 +533,7 @@ static void check_read(const uint64_t *p, uint64_t blk, uint64_t snap,
 			       blk, j, s, ss, VSTAMP(iss), rn, rb);
 			return;
 		case S_GARBAGE:
-			if (torn_between_writes(p + j * WPS, blk, j, snap)) {
+			if (torn_between_writes(p + j * WPS, blk, j, snap, iss)) {
 				mixed = 1;
 				continue;
 			}
@@ -738,7 +758,7 @@ int main(int argc, char **argv)
 	pthread_t wd;
 	struct stat sb;
 
-	while ((c = getopt(argc, argv, "d:o:F:s:n:T:t:r:S:IL:l:q:D:Z:m:R:v:X:Y:y")) != -1) {
+	while ((c = getopt(argc, argv, "d:o:F:s:n:T:t:r:S:IL:l:q:D:Z:m:R:v:X:Y:y:")) != -1) {
 		switch (c) {
 		case 'd': dev = optarg; break;
 		case 'o': origin = optarg; break;
@@ -763,7 +783,14 @@ int main(int argc, char **argv)
 		case 'v': max_print = atoi(optarg); break;
 		case 'X': inject = strtoull(optarg, NULL, 0); break;
 		case 'Y': inject_torn = strtoull(optarg, NULL, 0); break;
-		case 'y': torn_foreign = 1; break;
+		case 'y':
+			if (!strcmp(optarg, "other"))
+				torn_kind = TORN_OTHER;
+			else if (!strcmp(optarg, "older"))
+				torn_kind = TORN_OLDER;
+			else
+				goto usage;
+			break;
 		default: goto usage;
 		}
 	}
@@ -831,6 +858,7 @@ int main(int argc, char **argv)
 		w[c].seed = seed * 2654435761ULL + c + 1;
 		pthread_create(&w[c].thread, NULL, writer, &w[c]);
 	}
+	readers_running = readers > 0;
 	for (c = 0; c < readers; c++) {
 		r[c].seed = seed * 40503ULL + 0x1000 + c;
 		pthread_create(&r[c].thread, NULL, reader, &r[c]);
@@ -891,6 +919,7 @@ usage:
 		"  -v N       print at most N violations (30)\n"
 		"  -X N       self-test: drop every Nth data write\n"
 		"  -Y N       self-test: every Nth data write first leaves a sector torn\n"
-		"             between it and the block's last write (-y: another block's)\n");
+		"             between it and the block's last write (-y other: another\n"
+		"             block's, -y older: the write before that)\n");
 	return 2;
 }
