@@ -6,6 +6,7 @@
 # disks: data=64M log=512M scratch=64M work=64M model=4M
 # timeout: 1500
 DMB_CACHE_MODE=writeback
-DMB_CRASH_GC=4
+# two: each window also holds the workload's writes, all of them points
+DMB_CRASH_GC=2
 # shellcheck source=tests/scenarios/crash-log-writes.sh
 . /tests/scenarios/crash-log-writes.sh
