@@ -89,6 +89,13 @@ static uint64_t *issued, *done, *last_zero, *last_discard;
 /* Per block: the last HIST versions issued, a ring indexed by count. */
 #define HIST		16
 static uint64_t *hist, *hcount;
+
+/* The version issued to @blk @back writes before the newest of @h so far. */
+static uint64_t hist_back(uint64_t blk, uint64_t h, uint64_t back)
+{
+	return __atomic_load_n(&hist[blk * HIST + (h - 1 - back) % HIST],
+			       __ATOMIC_ACQUIRE);
+}
 static pthread_mutex_t *locks;
 static uint64_t stamp_next = 1;
 
@@ -305,19 +312,19 @@ static void doing(const char *what, uint64_t b, uint64_t n, uint64_t stamp)
  */
 static void write_torn(uint64_t *buf, uint64_t b, uint64_t stamp)
 {
-	uint64_t old = VSTAMP(done[b]), *p, seen, h;
+	uint64_t old = VSTAMP(done[b]), *p, seen, v;
 	int i;
 
 	if (!readers_running)
 		return;
 	if (torn_kind == TORN_OLDER) {
 		/* this write is in the ring already: the one before the last */
-		h = hcount[b];
-		if (h < 3)
+		if (hcount[b] < 3)
 			return;
-		old = VSTAMP(hist[b * HIST + (h - 3) % HIST]);
-		if (VKIND(hist[b * HIST + (h - 3) % HIST]) >= K_ZERO)
+		v = hist_back(b, hcount[b], 2);
+		if (VKIND(v) >= K_ZERO)
 			return;
+		old = VSTAMP(v);
 	}
 
 	if (posix_memalign((void **)&p, BLK, BLK))
@@ -461,8 +468,7 @@ static int torn_between_writes(const uint64_t *p, uint64_t blk,
 
 	h = __atomic_load_n(&hcount[blk], __ATOMIC_ACQUIRE);
 	for (i = 0; i < HIST && i < h; i++) {
-		v = __atomic_load_n(&hist[blk * HIST + (h - 1 - i) % HIST],
-				    __ATOMIC_ACQUIRE);
+		v = hist_back(blk, h, i);
 		if (VSTAMP(v) < VSTAMP(snap))
 			break;
 		if (VSTAMP(v) > VSTAMP(iss))
