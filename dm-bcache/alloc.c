@@ -17,6 +17,7 @@
 #include <linux/vmalloc.h>
 
 #include "dm-bcache.h"
+#include "victims.h"
 
 /*
  * Free buckets that only the btree may take, so an index insert can
@@ -60,6 +61,19 @@ static u64 bch_fifo_pop(struct bch_cache_set *set)
 	return bucket;
 }
 
+/*
+ * Long walks over the bucket array let others at the lock now and then:
+ * map() takes it for every fill. What they walk for is per bucket, so a
+ * bucket changed while the lock was dropped is judged as it is now.
+ */
+#define BCH_BUCKETS_PER_LOCK	4096
+
+static void bch_alloc_relax(struct bch_cache_set *set, u64 i)
+{
+	if (!(i % BCH_BUCKETS_PER_LOCK))
+		cond_resched_lock(&set->alloc_lock);
+}
+
 /* Bump the gen (dropping all keys into @b); free once that is on disk. */
 static void bch_bucket_invalidate(struct bch_cache_set *set, u64 i)
 {
@@ -91,6 +105,7 @@ void bch_alloc_persist_fill(struct bch_cache_set *set, struct bch_bucket_disk *d
 	for (i = 0; i < set->nbuckets; i++) {
 		struct bch_bucket *b = &set->buckets[i];
 
+		bch_alloc_relax(set, i);
 		d[i].prio = cpu_to_le16(b->prio);
 		d[i].gen = b->gen;
 		d[i].flags = b->flags;
@@ -108,6 +123,7 @@ void bch_alloc_persist_done(struct bch_cache_set *set, bool ok)
 	for (i = set->first_bucket; i < set->nbuckets; i++) {
 		struct bch_bucket *b = &set->buckets[i];
 
+		bch_alloc_relax(set, i);
 		if (b->state != BCH_B_PERSISTING)
 			continue;
 		if (ok) {
@@ -279,31 +295,25 @@ static void bch_rescale_work(struct work_struct *work)
 	for (i = set->first_bucket; i < set->nbuckets; i++) {
 		struct bch_bucket *b = &set->buckets[i];
 
+		bch_alloc_relax(set, i);
 		if (b->state == BCH_B_DATA || b->state == BCH_B_OPEN)
 			b->prio = b->prio - b->prio / 8;
-		if (!(i % 4096))
-			cond_resched_lock(&set->alloc_lock);
 	}
 	spin_unlock(&set->alloc_lock);
 }
 
-struct bch_candidate {
-	u16	prio;
-	u64	bucket;
-};
-
 /*
  * Invalidate the lowest-priority data buckets until the FIFO holds the
- * reclaim target. The candidates are collected in one pass into a
- * bounded array kept sorted by insertion: the target is small.
+ * reclaim target: one pass keeps the candidates in a bounded heap
+ * (victims.h), then those still invalidatable go.
  */
 static void bch_reclaim_work(struct work_struct *work)
 {
 	struct bch_cache_set *set = container_of(work, struct bch_cache_set,
 						 reclaim_work);
-	struct bch_candidate *c;
-	u64 want, have, n = 0, i, j;
-	bool blocked = false, gc;
+	struct bch_victims h = { };
+	u64 want, have, i, n = 0;
+	bool blocked = false, gc = false;
 
 	spin_lock(&set->alloc_lock);
 	want = set->gc_running ? 0 : bch_reclaim_target(set);
@@ -311,36 +321,36 @@ static void bch_reclaim_work(struct work_struct *work)
 	want = want > have ? want - have : 0;
 	spin_unlock(&set->alloc_lock);
 	/* Writes may wait for this (an index insert that found no room). */
-	c = want ? kvmalloc_array(want, sizeof(*c), GFP_NOIO) : NULL;
-	if (!c)
+	h.v = want ? kvmalloc_array(want, sizeof(*h.v), GFP_NOIO) : NULL;
+	if (!h.v)
 		goto persist;
+	h.want = want;
 
 	spin_lock(&set->alloc_lock);
-	/* A GC pass recounting now leaves the counts half done. */
-	if (set->gc_running)
-		want = 0;
-	for (i = set->first_bucket; want && i < set->nbuckets; i++) {
+	for (i = set->first_bucket; i < set->nbuckets; i++) {
 		struct bch_bucket *b = &set->buckets[i];
 
-		if (!bch_can_invalidate(b)) {
-			/* Held back by its gen only: a GC pass frees it. */
-			if (b->state == BCH_B_DATA && !atomic_read(&b->pending) &&
-			    !b->dirty)
-				blocked = true;
-			continue;
-		}
-		if (n == want && b->prio >= c[n - 1].prio)
-			continue;
-		j = n < want ? n++ : n - 1;
-		while (j && c[j - 1].prio > b->prio) {
-			c[j] = c[j - 1];
-			j--;
-		}
-		c[j].prio = b->prio;
-		c[j].bucket = i;
+		bch_alloc_relax(set, i);
+		/* A GC pass recounting now leaves the counts half done. */
+		if (set->gc_running)
+			goto unlock;
+		if (bch_can_invalidate(b))
+			bch_victims_add(&h, b->prio, i);
+		/* Held back by its gen only: a GC pass frees it. */
+		else if (b->state == BCH_B_DATA && !atomic_read(&b->pending) &&
+			 !b->dirty)
+			blocked = true;
 	}
-	for (i = 0; i < n; i++)
-		bch_bucket_invalidate(set, c[i].bucket);
+	for (i = 0; i < h.nr; i++) {
+		u64 bucket = bch_victim_bucket(h.v[i]);
+
+		bch_alloc_relax(set, i + 1);
+		/* Judged again: the lock was dropped during the walk. */
+		if (bch_can_invalidate(&set->buckets[bucket])) {
+			bch_bucket_invalidate(set, bucket);
+			n++;
+		}
+	}
 	if (blocked || n < want)
 		set->need_gc = true;
 	/*
@@ -350,8 +360,9 @@ static void bch_reclaim_work(struct work_struct *work)
 	gc = set->need_gc && time_after_eq(jiffies, set->gc_allowed);
 	if (gc)
 		set->gc_allowed = jiffies + HZ / 4;
+unlock:
 	spin_unlock(&set->alloc_lock);
-	kvfree(c);
+	kvfree(h.v);
 
 	if (gc)
 		queue_work(set->wq, &set->gc_work);
@@ -396,6 +407,7 @@ void bch_alloc_gc_start(struct bch_cache_set *set)
 	spin_lock(&set->alloc_lock);
 	set->gc_running = true;
 	for (i = set->first_bucket; i < set->nbuckets; i++) {
+		bch_alloc_relax(set, i);
 		set->buckets[i].sectors = 0;
 		set->buckets[i].dirty = 0;
 	}
@@ -417,6 +429,7 @@ void bch_alloc_gc_finish(struct bch_cache_set *set)
 	for (i = set->first_bucket; i < set->nbuckets; i++) {
 		struct bch_bucket *b = &set->buckets[i];
 
+		bch_alloc_relax(set, i);
 		if (b->state == BCH_B_DATA && !b->sectors &&
 		    !atomic_read(&b->pending))
 			bch_bucket_invalidate(set, i);
@@ -438,6 +451,7 @@ void bch_alloc_checkpoint_done(struct bch_cache_set *set)
 	for (i = set->first_bucket; i < set->nbuckets; i++) {
 		struct bch_bucket *b = &set->buckets[i];
 
+		bch_alloc_relax(set, i);
 		if (b->state == BCH_B_FREEING)
 			bch_bucket_invalidate(set, i);
 		b->last_gc = b->gc_gen;
@@ -451,12 +465,14 @@ void bch_alloc_gc_abort(struct bch_cache_set *set)
 	u64 i;
 
 	spin_lock(&set->alloc_lock);
-	for (i = set->first_bucket; i < set->nbuckets; i++)
+	for (i = set->first_bucket; i < set->nbuckets; i++) {
+		bch_alloc_relax(set, i);
 		if (set->buckets[i].state == BCH_B_DATA ||
 		    set->buckets[i].state == BCH_B_OPEN) {
 			set->buckets[i].sectors = 1;	/* not empty */
 			set->buckets[i].dirty = 1;	/* nor clean */
 		}
+	}
 	set->gc_running = false;
 	spin_unlock(&set->alloc_lock);
 }
@@ -478,6 +494,7 @@ void bch_alloc_load(struct bch_cache_set *set)
 	for (i = 0; i < set->nbuckets; i++) {
 		struct bch_bucket *b = &set->buckets[i];
 
+		bch_alloc_relax(set, i);
 		b->last_gc = b->gen;
 		b->gc_gen = b->gen;
 		if (b->flags & BCH_BUCKET_META) {

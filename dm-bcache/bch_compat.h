@@ -18,6 +18,7 @@
 #include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/random.h>
+#include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -81,6 +82,8 @@ typedef __s64 s64;
 #define max(a, b) ({ typeof(a) __x = (a); typeof(b) __y = (b); __x > __y ? __x : __y; })
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+#define cond_resched()	do { } while (0)
 
 /* A broken invariant is a test failure: stop where it happened. */
 #define WARN_ON(cond) ({						\

@@ -576,6 +576,8 @@ static int node_gc(struct bch_btree *b, struct bch_node *n,
 	u32 j;
 	int ret;
 
+	/* A pass over a large index must not hog the CPU (it may sleep). */
+	cond_resched();
 	if (node_has_garbage(b, n))
 		node_compact(b, n);
 	fn(b, &n->key, true, arg);
