@@ -307,9 +307,9 @@ void bch_alloc_persist_done(struct bch_cache_set *set, bool ok);
 /* index.c */
 int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost);
 int bch_index_insert(struct bch_cache_set *set, const struct bch_bkey *k);
-int bch_checkpoint(struct bch_cache_set *set);
+int bch_checkpoint(struct bch_cache_set *set, bool gc);
 bool bch_checkpoint_retry(int r);
-int bch_checkpoint_sync(struct bch_cache_set *set);
+int bch_checkpoint_sync(struct bch_cache_set *set, bool gc);
 void bch_index_free(struct bch_cache_set *set);
 
 /* gc.c */

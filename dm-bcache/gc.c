@@ -82,7 +82,7 @@ static void bch_gc_work(struct work_struct *work)
 	struct bch_cache_set *set = container_of(work, struct bch_cache_set,
 						 gc_work);
 
-	int r = bch_checkpoint(set);
+	int r = bch_checkpoint(set, false);
 
 	/* Buckets may be reclaimable now. */
 	queue_work(set->wq, &set->reclaim_work);

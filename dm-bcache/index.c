@@ -184,14 +184,17 @@ int bch_index_insert(struct bch_cache_set *set, const struct bch_bkey *k)
 }
 
 /*
- * Make the index durable and empty the journal: GC, write every dirty
- * node, then point the superblock at the new root and past the journal.
+ * Make the index durable and empty the journal: write every dirty node,
+ * then point the superblock at the new root and past the journal. A GC
+ * pass comes first if @gc or if the allocator asked for one (need_gc):
+ * it costs a walk over every key with IO stopped, and a checkpoint that
+ * only frees the journal has no use for it.
  * Node buckets the old checkpoint named are freed only after that, and
  * last_gc moves only then. If the device fails it, every origin is
  * invalidated before the writes it held go on, so none of them can leave
  * stale data.
  */
-int bch_checkpoint(struct bch_cache_set *set)
+int bch_checkpoint(struct bch_cache_set *set, bool gc)
 {
 	struct bch_sb_disk *sb = set->sb;
 	struct bch_bkey_disk old_root;
@@ -207,7 +210,12 @@ int bch_checkpoint(struct bch_cache_set *set)
 	down_write(&set->btree_lock);
 	set->btree_drain = true;
 	bch_journal_checkpoint_start(set, &seq, &pos);
-	r = bch_fault(BCH_FAULT_CHECKPOINT) ? -ENOMEM : bch_gc_pass(set);
+	if (bch_fault(BCH_FAULT_CHECKPOINT))
+		r = -ENOMEM;
+	else if (gc || READ_ONCE(set->need_gc))
+		r = bch_gc_pass(set);
+	else
+		r = 0;
 	if (!r)
 		r = bch_btree_flush(&set->btree);
 	set->btree_drain = false;
@@ -262,12 +270,12 @@ int bch_checkpoint(struct bch_cache_set *set)
  * A checkpoint that must be taken now (open, close): a failure for want
  * of memory is retried for a while, as the IO path's are by bch_gc_work().
  */
-int bch_checkpoint_sync(struct bch_cache_set *set)
+int bch_checkpoint_sync(struct bch_cache_set *set, bool gc)
 {
 	unsigned int tries = 50;
 	int r;
 
-	while (bch_checkpoint_retry(r = bch_checkpoint(set)) && --tries)
+	while (bch_checkpoint_retry(r = bch_checkpoint(set, gc)) && --tries)
 		msleep(100);
 	return r;
 }

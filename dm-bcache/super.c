@@ -380,9 +380,9 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 		r = bch_sb_write(set);
 	}
 	mutex_unlock(&set->lock);
-	/* The replayed index on disk, the journal empty. */
+	/* The replayed index on disk, the journal empty, the counts exact. */
 	if (!r)
-		r = bch_checkpoint_sync(set);
+		r = bch_checkpoint_sync(set, true);
 	if (r) {
 		*error = "cannot write the cache metadata";
 		goto err;
@@ -420,7 +420,7 @@ static void bch_set_close(struct bch_cache_set *set)
 		up_write(&set->btree_lock);
 		r = -EIO;
 	} else {
-		r = bch_checkpoint_sync(set);
+		r = bch_checkpoint_sync(set, false);
 	}
 	mutex_lock(&set->lock);
 	if (!r)

@@ -416,10 +416,13 @@ static int bch_message_invalidate(struct bch_target *bt)
 	return r;
 }
 
-/* A checkpoint now; one that found no memory is retried by bch_gc_work(). */
-static int bch_message_gc(struct bch_cache_set *set)
+/*
+ * A checkpoint now, with a GC pass ("gc") or only if one is due
+ * ("checkpoint"); one that found no memory is retried by bch_gc_work().
+ */
+static int bch_message_checkpoint(struct bch_cache_set *set, bool gc)
 {
-	int r = bch_checkpoint(set);
+	int r = bch_checkpoint(set, gc);
 
 	if (bch_checkpoint_retry(r))
 		queue_work(set->wq, &set->gc_work);
@@ -437,7 +440,9 @@ static int bch_message(struct dm_target *ti, unsigned int argc, char **argv,
 	else if (argc == 1 && !strcasecmp(argv[0], "flush"))
 		r = bch_writeback_flush(bt);
 	else if (argc == 1 && !strcasecmp(argv[0], "gc"))
-		r = bch_message_gc(bt->set);
+		r = bch_message_checkpoint(bt->set, true);
+	else if (argc == 1 && !strcasecmp(argv[0], "checkpoint"))
+		r = bch_message_checkpoint(bt->set, false);
 	else if (argc == 2 && !strcasecmp(argv[0], "cache_mode"))
 		r = bch_message_mode(bt, argv[1]);
 	else if (argc == 2)

@@ -81,6 +81,7 @@ u32 bch_slot_inode(struct bch_cache_set *set, unsigned int slot)
  */
 static void bch_slots_publish(struct bch_cache_set *set)
 {
+	bool dropped = false;
 	unsigned int i;
 
 	for (i = 0; i < BCH_UUID_SLOTS; i++) {
@@ -89,7 +90,16 @@ static void bch_slots_publish(struct bch_cache_set *set)
 
 		if (bch_slot_valid(u))
 			inode = le32_to_cpu(u->epoch) << BCH_INODE_SLOT_BITS | i;
+		if (set->slots[i].inode != BCH_INODE_NONE &&
+		    set->slots[i].inode != inode)
+			dropped = true;
 		WRITE_ONCE(set->slots[i].inode, inode);
+	}
+	/* What an old epoch cached is dead: the next checkpoint's GC frees it. */
+	if (dropped) {
+		spin_lock(&set->alloc_lock);
+		set->need_gc = true;
+		spin_unlock(&set->alloc_lock);
 	}
 }
 

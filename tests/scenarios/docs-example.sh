@@ -30,7 +30,7 @@ DOC_TUNABLES='sequential_cutoff cache_priority_initial cache_priority_hit
 cache_priority_seek cache_priority_rescale writeback_percent
 writeback_running rewrite_fragmented'
 # Messages besides the tunables.
-DOC_MESSAGES='invalidate gc flush cache_mode'
+DOC_MESSAGES='invalidate gc checkpoint flush cache_mode'
 # Optional table arguments.
 DOC_ARGS='origin_uuid cache_mode'
 # ----------------------------------------------------------------------
@@ -259,6 +259,10 @@ g=$(sf gc_runs) c=$(sf checkpoints)
 check "message gc (example)" ex "dmsetup message data 0 gc"
 check "gc_runs went up" test "$(sf gc_runs)" -ge $((g + 1))
 check "checkpoints went up" test "$(sf checkpoints)" -ge $((c + 1))
+g=$(sf gc_runs) c=$(sf checkpoints)
+check "message checkpoint" dmsetup message data 0 checkpoint
+check "checkpoints went up again" test "$(sf checkpoints)" -ge $((c + 1))
+check_eq "a checkpoint with no GC due runs no pass" "$g" "$(sf gc_runs)"
 # invalidate (sent above) dropped the cached data: a pass misses, the
 # next one hits
 h=$(sf read_hits)
