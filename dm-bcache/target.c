@@ -465,6 +465,24 @@ static int bch_iterate_devices(struct dm_target *ti,
 	return r;
 }
 
+/*
+ * A discard or write-zeroes punches its range out of the index under the
+ * index write lock, a walk over every key in the range: bound what one bio
+ * may cover, so that a mkfs discarding a 4 TB origin stalls other IO for
+ * one bounded piece at a time (dm-thin bounds its discards the same way).
+ */
+#define BCH_MAX_PUNCH_SECTORS	(64U << (20 - SECTOR_SHIFT))
+
+static void bch_io_hints(struct dm_target *ti, struct queue_limits *limits)
+{
+	if (limits->max_discard_sectors > BCH_MAX_PUNCH_SECTORS)
+		limits->max_discard_sectors = BCH_MAX_PUNCH_SECTORS;
+	if (limits->max_hw_discard_sectors > BCH_MAX_PUNCH_SECTORS)
+		limits->max_hw_discard_sectors = BCH_MAX_PUNCH_SECTORS;
+	if (limits->max_write_zeroes_sectors > BCH_MAX_PUNCH_SECTORS)
+		limits->max_write_zeroes_sectors = BCH_MAX_PUNCH_SECTORS;
+}
+
 static struct target_type bch_target_type = {
 	.name		 = "bcache",
 	.version	 = {0, 1, 0},
@@ -478,6 +496,7 @@ static struct target_type bch_target_type = {
 	.status		 = bch_status,
 	.message	 = bch_message,
 	.iterate_devices = bch_iterate_devices,
+	.io_hints	 = bch_io_hints,
 };
 
 static int __init dm_bcache_init(void)
