@@ -16,6 +16,10 @@
 #                 matter), CPU per IO, the metadata memory
 #       shm-fast  cache: a virtio disk on a file in /dev/shm; origin as
 #                 brd-fast: hit path and cached sequential read
+#       scale     dm-bcache only: caches of BENCH_SCALE_GB on a sparse virtio
+#                 disk, filled with 4k extents: metadata memory, open,
+#                 checkpoint and GC times, hit latency during checkpoints
+#                 (bench/guest/scale.sh; not in the default cases)
 #   BENCH_CONTENDERS=raw-cache,raw-origin,dm-linear,dm-bcache,bcache,dm-cache,dm-writecache
 #                         contenders to run, in order (a subset for a quick look;
 #                         keep raw-cache: every ratio is to it)
@@ -28,6 +32,9 @@
 #   BENCH_RT=3            seconds per repetition
 #   BENCH_ZIPF_RT=15      seconds of the zipf-from-cold run
 #   BENCH_CACHE_MB=128    cache size
+#   BENCH_SCALE_GB=1,4    cache sizes of the scale case, GiB (the sparse
+#                         disk under $BUILD/bench takes up to the largest)
+#   BENCH_SCALE_LAT_RT=10 seconds of each latency run of the scale case
 #   BENCH_SMP=2 BENCH_MEM=4G BENCH_TIMEOUT=2400   the guest
 #   V=1                   stream the whole console (default: progress lines)
 #
@@ -52,16 +59,23 @@ MEM=${BENCH_MEM:-4G}
 TIMEOUT=${BENCH_TIMEOUT:-2400}
 JOBS=${BENCH_JOBS:-}
 PROFILE=${BENCH_PROFILE:-0}
+SCALE_GB=${BENCH_SCALE_GB:-1,4}
+SCALE_LAT_RT=${BENCH_SCALE_LAT_RT:-10}
 ORIGIN_MB=1024
 
 die() { echo "bench/run.sh: error: $*" >&2; exit 2; }
-for v in DELAY REPS RT ZRT CACHE_MB SMP TIMEOUT; do
+for v in DELAY REPS RT ZRT CACHE_MB SMP TIMEOUT SCALE_LAT_RT; do
 	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v=${!v} is not a number"
 done
 [[ $CASES =~ ^[a-z,-]+$ ]] || die "bad BENCH_CASES=$CASES"
 [[ $CONTENDERS =~ ^[a-z,-]+$ ]] || die "bad BENCH_CONTENDERS=$CONTENDERS"
 [[ $JOBS =~ ^[a-z0-9,-]*$ ]] || die "bad BENCH_JOBS=$JOBS"
 [[ $PROFILE =~ ^[01]$ ]] || die "BENCH_PROFILE must be 0 or 1"
+[[ $SCALE_GB =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "bad BENCH_SCALE_GB=$SCALE_GB"
+# the scale case's disk holds its largest cache; the origin 80% of that
+SCALE_MAX=$(tr ',' '\n' <<<"$SCALE_GB" | sort -n | tail -n 1)
+[[ ,$CASES, == *,scale,* ]] || SCALE_MAX=1
+ORIGIN_MB=$((SCALE_MAX * 1024 > ORIGIN_MB ? SCALE_MAX * 1024 : ORIGIN_MB))
 if [ "$PROFILE" = 1 ]; then
 	command -v perf >/dev/null || die "BENCH_PROFILE=1 needs perf on the host (apt-get install linux-perf)"
 	[ -z "$JOBS" ] || JOBS+=,profile
@@ -98,12 +112,13 @@ rm -rf "$OUT/guest" "$OUT"/*.png "$OUT/report.md" "$OUT/results.txt"
 INITRD=$OUT/.initrd-$$.cpio
 SHMIMG=/dev/shm/dmb-bench-cache-$$.img
 SHMREF=/dev/shm/dmb-bench-ref-$$.img
+SCALEIMG=$OUT/.scale-$$.img
 ov=$OUT/.overlay-$$
 QPID=
 # shellcheck disable=SC2317 # called by the trap
 cleanup() {
 	[ -n "$QPID" ] && kill "$QPID" 2>/dev/null
-	rm -rf "$INITRD" "$SHMIMG" "$SHMREF" "$ov"
+	rm -rf "$INITRD" "$SHMIMG" "$SHMREF" "$SCALEIMG" "$ov"
 }
 trap cleanup EXIT
 trap 'echo "bench/run.sh: interrupted" >&2; exit 130' INT TERM
@@ -140,6 +155,7 @@ rm -f "$OUT/origin.img" "$OUT/results.img"
 truncate -s "${ORIGIN_MB}M" "$OUT/origin.img"
 truncate -s 256M "$OUT/results.img"
 truncate -s "${CACHE_MB}M" "$SHMIMG" "$SHMREF" || die "cannot create $SHMIMG"
+truncate -s "${SCALE_MAX}G" "$SCALEIMG" || die "cannot create $SCALEIMG"
 
 kernel=$BUILD/vmlinux-$KVER
 if [ ! -s "$kernel" ] || [ "$kernel" -ot "$KROOT/boot/vmlinuz-$KVER" ]; then
@@ -148,7 +164,8 @@ fi
 QEMU=(qemu-system-x86_64 -accel tcg -cpu max -m "$MEM" -smp "$SMP"
 	-nographic -no-reboot -nic none -kernel "$kernel" -initrd "$INITRD")
 i=0
-for d in "origin:$OUT/origin.img" "shmcache:$SHMIMG" "shmref:$SHMREF" "results:$OUT/results.img"; do
+for d in "origin:$OUT/origin.img" "shmcache:$SHMIMG" "shmref:$SHMREF" "results:$OUT/results.img" \
+	"scale:$SCALEIMG"; do
 	QEMU+=(-drive "file=${d#*:},if=none,id=d$i,format=raw,cache=writeback,discard=unmap"
 		-device "virtio-blk-pci,drive=d$i,serial=${d%%:*}")
 	i=$((i + 1))
@@ -161,10 +178,11 @@ done
 append="console=ttyS0 panic=-1 oops=panic printk.devkmsg=on mitigations=off tsc=reliable"
 [[ $kernel == *vmlinuz* ]] && append+=" edd=off"
 append+=" dmb.test=${BENCH_GUEST_SCRIPT:-bench} dmb.suite=bench dmb.boot=1 dmb.boots=1"
-append+=" dmb.disks=origin,shmcache,shmref,results dmb.timeout=$TIMEOUT"
+append+=" dmb.disks=origin,shmcache,shmref,results,scale dmb.timeout=$TIMEOUT"
 append+=" bench.cases=$CASES bench.delay=$DELAY bench.reps=$REPS bench.rt=$RT"
 append+=" bench.zrt=$ZRT bench.cache_mb=$CACHE_MB bench.contenders=$CONTENDERS"
 append+=" bench.profile=$PROFILE${JOBS:+ bench.jobs=$JOBS}"
+append+=" bench.scale_gb=$SCALE_GB bench.scale_lat_rt=$SCALE_LAT_RT"
 QEMU+=(-append "$append")
 printf '%q ' "${QEMU[@]}" >"$OUT/qemu.cmd"
 echo >>"$OUT/qemu.cmd"

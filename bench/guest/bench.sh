@@ -25,6 +25,8 @@
 #   bench.rt=3        seconds per repetition
 #   bench.zrt=15      seconds of the zipf-from-cold run
 #   bench.cache_mb=128   cache size (brd and the shm virtio disk)
+#   bench.scale_gb=1,4   cache sizes of the scale case (scale.sh)
+#   bench.scale_lat_rt=10  seconds of each latency run of the scale case
 #
 # Result lines in /tmp/bench/results.txt (space separated):
 #   R case job contender rep riops rbw_kib wiops wbw_kib lat_us fast_pct ios sys_us usr_us
@@ -612,6 +614,8 @@ jobs_for() { # jobs_for CONT CASEJOBS
 	local n=$1 j res=
 	for j in $2; do
 		case $n:$j in
+		dm-bcache:scale) res="$res $j" ;;
+		*:scale) ;;
 		raw-*:zipf|raw-*:scan|raw-*:mem) ;;
 		raw-origin:hitqd) ;;
 		dm-linear:hit|dm-linear:hitqd|dm-linear:profile) res="$res $j" ;;
@@ -644,7 +648,7 @@ run_contender() {
 	if has "$jobs" zipf; then
 		step "$c" "$n" zipf_job "$c" "$n" || return
 	fi
-	for j in $jobs; do case $j in zipf|scan|mem) ;; *) mj="$mj $j" ;; esac; done
+	for j in $jobs; do case $j in zipf|scan|mem|scale) ;; *) mj="$mj $j" ;; esac; done
 	if [ -n "$mj" ]; then
 		step "$c" "$n" main_jobs "$c" "$n" "$mj" || return
 	fi
@@ -655,6 +659,10 @@ run_contender() {
 		m0=$(memsnap)
 		step "$c" "$n" mem_job "$c" "$n" "$m0" || return
 	fi
+	# its own devices, one cache size after another
+	if has "$jobs" scale; then
+		scale_job "$c" || return
+	fi
 }
 
 save() {
@@ -664,8 +672,12 @@ save() {
 	sync
 }
 
+# shellcheck source=bench/guest/scale.sh
+. /tests/bench/scale.sh
+
 # ---------------------------------------------------------------------------
 ORIGIN_DISK=$(disk origin) || { fail "no origin disk"; exit 1; }
+SCALE_DISK=$(disk scale 2>/dev/null) || SCALE_DISK=
 RESULTS_DISK=$(disk results) || { fail "no results disk"; exit 1; }
 SHM_DISK=$(disk shmcache 2>/dev/null) || SHM_DISK=
 SHM_REF=$(disk shmref 2>/dev/null) || SHM_REF=
@@ -718,6 +730,9 @@ for CASE in $CASES; do
 		[ "$(bparam profile 0)" = 1 ] && JOBS="$JOBS profile" ;;
 	shm-fast) CDEV=$SHM_DISK REFDEV=$SHM_REF DELAY=0
 		JOBS="hit seq1m" ;;
+	# caches of several sizes on the sparse disk "scale" (scale.sh)
+	scale) CDEV=$SCALE_DISK REFDEV='' DELAY=0
+		JOBS="scale" ;;
 	*) err "$CASE all unknown case"; continue ;;
 	esac
 	# bench.jobs: only these of the case's jobs

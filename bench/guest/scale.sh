@@ -1,0 +1,125 @@
+# shellcheck shell=sh disable=SC3043 # busybox ash has local
+# The scale job (case "scale", issue #13), sourced by bench.sh: how the
+# index's costs grow with what is cached. For each size in bench.scale_gb
+# a cache of that size (the first GiB of the sparse virtio disk "scale",
+# 512 KiB buckets) is filled by 4k random read misses over 80% of it,
+# then measured:
+#   memory     slab + vmalloc over the fill (memsnap), per GiB cached
+#   open       dm-bcache's constructor on the filled cache (it loads the
+#              index) against the one on the fresh cache
+#   gc, cp     the "gc" (GC pass + checkpoint) and "checkpoint" messages
+#              on the idle filled cache: IO waits for as long
+#   latency    4k random reads (90/10 with writes, QD1) of the filled set:
+#              p99.9 and max alone, beside "gc" messages back to back,
+#              beside "checkpoint" messages back to back
+# Result lines:
+#   SC case size_gib key value       (keys: see report.sh)
+#   SL case size_gib mode reads p999_us max_us checkpoints
+
+SCALE_GB=$(bparam scale_gb 1,4 | tr ',' ' ')
+SCALE_LAT_RT=$(bparam scale_lat_rt 10)
+
+# Median of the first field of stdin's lines.
+median1() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+
+# Time one command: prints seconds.
+timed() {
+	local t
+	t=$(now)
+	"$@" >/dev/null 2>&1 || return 1
+	since "$t"
+}
+
+# scale_lat CASE GIB MODE FILL_MB: read latencies of a 90/10 QD1 run,
+# beside MODE (idle, gc, checkpoint) messages back to back.
+scale_lat() {
+	local c=$1 s=$2 mode=$3 mb=$4 cp0 cp1 pid=
+	rm -f "$B/tmp/lat_"* "$B/tmp/bg.stop"
+	cp0=$(dmb_stat dmb checkpoints)
+	if [ "$mode" != idle ]; then
+		(while [ ! -e "$B/tmp/bg.stop" ]; do dmsetup message dmb 0 "$mode" || break; done) &
+		pid=$!
+	fi
+	fio --name=lat --filename=/dev/mapper/dmb --ioengine=psync --rw=randrw --rwmixread=90 \
+		--bs=4k --direct=1 --norandommap --randrepeat=0 --offset=0 --size=${mb}M \
+		--time_based --runtime="$SCALE_LAT_RT" --write_lat_log="$B/tmp/lat" --log_avg_msec=0 \
+		--eta=never --output=/dev/null 2>"$B/tmp/lat.err" || err "$c dm-bcache scale ${s}G latency $mode: fio failed"
+	touch "$B/tmp/bg.stop"
+	[ -n "$pid" ] && wait "$pid"
+	cp1=$(dmb_stat dmb checkpoints)
+	# clat log: msec, nsec, direction (0 read), size, offset
+	awk -F', ' '$3 == 0 { print $2 }' "$B/tmp/lat_clat.1.log" | sort -n |
+		awk -v c="$c" -v s="$s" -v m="$mode" -v n="$((cp1 - cp0))" '{ v[NR] = $1 }
+		END { if (!NR) exit 1; i = int(NR * 0.999); if (i < 1) i = 1
+			printf "SL %s %s %s %d %.0f %.0f %d\n", c, s, m, NR, v[i] / 1000, v[NR] / 1000, n }' \
+		>"$B/tmp/sl" || { err "$c dm-bcache scale ${s}G latency $mode: no reads logged"; return 1; }
+	cat "$B/tmp/sl" >>"$B/results.txt"
+	say "  ${s} GiB latency $mode: $(cut -d' ' -f5- "$B/tmp/sl") (reads p99.9_us max_us checkpoints)"
+}
+
+scale_one() {
+	local c=$1 s=$2 csz osz mb m0 m1 t i f
+	csz=$((s * 1024 * MiB))
+	osz=$(sectors /dev/mapper/borigin)
+	mb=$((s * 1024 * 8 / 10))
+	if [ "$csz" -gt "$(sectors "$SCALE_DISK")" ] || [ "$((mb * MiB))" -gt "$osz" ]; then
+		err "$c dm-bcache scale ${s}G: the scale disk or the origin is too small"
+		return 1
+	fi
+	dmsetup create scache --table "0 $csz linear $SCALE_DISK 0" && dmsetup mknodes scache ||
+		{ err "$c dm-bcache scale ${s}G: dm-linear"; return 1; }
+	wipe /dev/mapper/scache
+	# buckets: make-bcache's default (512 KiB), as on a real SSD
+	make-bcache -q -w 4k /dev/mapper/scache || { err "$c dm-bcache scale ${s}G: make-bcache"; return 1; }
+	m0=$(memsnap)
+	t=$(timed dmsetup create dmb --table "0 $osz bcache /dev/mapper/scache /dev/mapper/borigin") ||
+		{ err "$c dm-bcache scale ${s}G: create"; dmsetup remove scache; return 1; }
+	dmsetup mknodes dmb
+	out "SC $c $s open_empty_s $t"
+	dmsetup message dmb 0 sequential_cutoff 0
+	t=$(now)
+	fio --name=fill --filename=/dev/mapper/dmb --ioengine=libaio --rw=randread --bs=4k \
+		--direct=1 --iodepth=32 --offset=0 --size=${mb}M --eta=never --output=/dev/null ||
+		err "$c dm-bcache scale ${s}G: fill failed"
+	out "SC $c $s fill_s $(since "$t")"
+	out "SC $c $s filled_kib $(($(dmb_stat dmb filled_sectors) / 2))"
+	out "SC $c $s btree_nodes $(dmb_stat dmb btree_nodes)"
+	m1=$(memsnap)
+	echo "$m0|$m1" | awk -F'|' -v c="$c" -v s="$s" '{
+		split($1, a, " "); split($2, b, " ")
+		printf "SC %s %s mem_used_kib %d\nSC %s %s mem_slab_kib %d\nSC %s %s mem_vmalloc_kib %d\n",
+			c, s, b[1] - a[1], c, s, b[2] - a[2], c, s, b[4] - a[4] }' >>"$B/results.txt"
+	for f in gc checkpoint; do
+		i=0
+		while [ $i -lt 3 ]; do
+			timed dmsetup message dmb 0 $f || err "$c dm-bcache scale ${s}G: message $f"
+			i=$((i + 1))
+		done >"$B/tmp/t.$f"
+		out "SC $c $s ${f}_s $(median1 <"$B/tmp/t.$f")"
+	done
+	for f in idle gc checkpoint; do
+		scale_lat "$c" "$s" $f "$mb"
+	done
+	# the open of a filled cache: today it reads the whole index
+	dmsetup remove dmb
+	i=0
+	while [ $i -lt 3 ]; do
+		timed dmsetup create dmb --table "0 $osz bcache /dev/mapper/scache /dev/mapper/borigin" ||
+			err "$c dm-bcache scale ${s}G: reopen"
+		dmsetup remove dmb
+		i=$((i + 1))
+	done >"$B/tmp/t.open"
+	out "SC $c $s open_s $(median1 <"$B/tmp/t.open")"
+	dmsetup remove scache
+	dmsetup mknodes
+	say "  ${s} GiB: $(grep "^SC $c $s " "$B/results.txt" | cut -d' ' -f4- | tr '\n' ' ')"
+}
+
+scale_job() {
+	local c=$1 s
+	[ -n "$SCALE_DISK" ] || { err "$c dm-bcache scale: no scale disk"; return 1; }
+	for s in $SCALE_GB; do
+		scale_one "$c" "$s"
+		save
+	done
+}
