@@ -22,12 +22,12 @@ SCALE_LAT_RT=$(bparam scale_lat_rt 10)
 # Median of the first field of stdin's lines.
 median1() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 
-# Time one command: prints seconds.
+# Time one command: prints seconds, a line.
 timed() {
 	local t
 	t=$(now)
 	"$@" >/dev/null 2>&1 || return 1
-	since "$t"
+	echo "$(since "$t")"
 }
 
 # scale_lat CASE GIB MODE FILL_MB: read latencies of a 90/10 QD1 run,
