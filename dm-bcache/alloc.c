@@ -94,6 +94,12 @@ static void bch_bucket_invalidate(struct bch_cache_set *set, u64 i)
 	b->state = BCH_B_FREE_INC;
 	b->prio = 0;
 	set->nr_free_inc++;
+	/*
+	 * Node buckets are bumped by every checkpoint that frees them, which
+	 * need not run a pass: ask for one well before the gen can wrap.
+	 */
+	if ((u8)(b->gen - b->last_gc) >= BCH_GC_GEN_MAX / 2)
+		set->need_gc = true;
 }
 
 /* The bucket array is being written (prio.c): take a consistent copy. */
@@ -345,6 +351,9 @@ static void bch_reclaim_work(struct work_struct *work)
 		u64 bucket = bch_victim_bucket(h.v[i]);
 
 		bch_alloc_relax(set, i + 1);
+		/* A pass zeroes the counts bch_can_invalidate() goes by. */
+		if (set->gc_running)
+			goto unlock;
 		/* Judged again: the lock was dropped during the walk. */
 		if (bch_can_invalidate(&set->buckets[bucket])) {
 			bch_bucket_invalidate(set, bucket);
