@@ -253,6 +253,7 @@ void bch_index_setup(struct bch_cache *c, const struct bch_btree_ops *ops)
 	c->b.bucket_sectors = c->bucket_size;
 	c->b.block_sectors = c->block_size;
 	c->b.max_sets = BCH_BTREE_DEFAULT_SETS;
+	c->b.max_leaves = U64_MAX;	/* the tools read it all, and keep it */
 }
 
 /*
@@ -294,11 +295,18 @@ static int capture_stderr(int (*fn)(struct bch_cache *c), struct bch_cache *c,
 static int do_load(struct bch_cache *c)
 {
 	struct bch_bkey root;
+	int ret;
 
 	bch_bkey_unpack(&root, &c->sb.btree_root);
 	if (!root.size)
 		return bch_btree_init(&c->b);
-	return bch_btree_load(&c->b, &root, le32toh(c->sb.btree_level));
+	ret = bch_btree_load(&c->b, &root, le32toh(c->sb.btree_level));
+	if (!ret) {
+		ret = bch_btree_read_all(&c->b);
+		if (ret)
+			bch_btree_free(&c->b);
+	}
+	return ret;
 }
 
 int bch_index_load(struct bch_cache *c, const struct bch_btree_ops *ops)

@@ -15,6 +15,7 @@
 #include <linux/bug.h>
 #include <linux/errno.h>
 #include <linux/kernel.h>
+#include <linux/list.h>
 #include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/random.h>
@@ -115,6 +116,51 @@ static inline u64 div_u64_rem(u64 n, u32 d, u32 *rem)
 void *bch_kvzalloc(size_t size);
 void bch_kvfree(void *p);
 u64 get_random_u64(void);
+
+#define READ_ONCE(x)		(*(volatile typeof(x) *)&(x))
+#define WRITE_ONCE(x, v)	(*(volatile typeof(x) *)&(x) = (v))
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* The few list.h calls btree.c makes. */
+struct list_head {
+	struct list_head *next, *prev;
+};
+
+static inline void INIT_LIST_HEAD(struct list_head *l)
+{
+	l->next = l;
+	l->prev = l;
+}
+
+static inline bool list_empty(const struct list_head *l)
+{
+	return l->next == l;
+}
+
+static inline void list_add_tail(struct list_head *n, struct list_head *h)
+{
+	n->prev = h->prev;
+	n->next = h;
+	h->prev->next = n;
+	h->prev = n;
+}
+
+static inline void list_del_init(struct list_head *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	INIT_LIST_HEAD(n);
+}
+
+static inline void list_move_tail(struct list_head *n, struct list_head *h)
+{
+	list_del_init(n);
+	list_add_tail(n, h);
+}
+
+#define list_first_entry(h, type, member) container_of((h)->next, type, member)
 
 #endif /* __KERNEL__ */
 

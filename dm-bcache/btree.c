@@ -19,8 +19,14 @@
  * everything a key may hide is in its own leaf: that is what lets holes be
  * dropped when a leaf is compacted.
  *
- * Known limit: every node stays in memory (a bucket-sized buffer each)
- * from load or creation until bch_btree_free(); there is no eviction.
+ * Nodes are read when first needed. Interior nodes are few (a fan-out in
+ * the thousands) and stay; leaves are the index's bulk, and a clean one
+ * sits on an LRU list from which it is evicted when more than max_leaves
+ * are resident. Lookups only set a bit (they run under a shared lock),
+ * so the list is a second-chance clock: eviction moves a leaf that was
+ * used since it last came round to the back once. Eviction runs only
+ * where the caller holds exclusive access and no node pointer is held:
+ * at the end of an insert, of a flush and of each leaf of a GC pass.
  */
 #define pr_fmt(fmt) "dm-bcache: btree: " fmt
 
@@ -32,7 +38,9 @@
 
 struct bch_node {
 	struct bch_node	*hnext;		/* in b->hash, by key.ptr */
+	struct list_head lru;		/* on b->clean if an evictable leaf */
 	struct bch_bkey	key;		/* pointer here: max key, bucket, gen */
+	struct bch_bkey	lo;		/* keys here are above this one */
 	u64		bucket;
 	u64		seq;		/* of every set of this node */
 	struct bch_bkey	*keys;		/* b->node_keys, the sets back to back */
@@ -44,6 +52,7 @@ struct bch_node {
 	u8		nwritten;	/* sets on disk; only the next may be open */
 	bool		dirty;
 	bool		need_cow;	/* compacted since written */
+	bool		accessed;	/* looked up since the clock last passed */
 	struct bch_bset	sets[BCH_BTREE_MAX_SETS];
 };
 
@@ -104,8 +113,18 @@ static void hash_add(struct bch_btree *b, struct bch_node *n)
 
 	n->hnext = b->hash[slot];
 	b->hash[slot] = n;
+	if (!n->level)
+		b->leaves++;
 	if (++b->nodes > 2ULL << b->hash_bits && b->hash_bits < 30)
 		hash_grow(b);
+}
+
+static void lru_del(struct bch_btree *b, struct bch_node *n)
+{
+	if (!list_empty(&n->lru)) {
+		list_del_init(&n->lru);
+		b->nclean--;
+	}
 }
 
 static void hash_del(struct bch_btree *b, struct bch_node *n)
@@ -117,6 +136,9 @@ static void hash_del(struct bch_btree *b, struct bch_node *n)
 	if (WARN_ON(!*p))
 		return;
 	*p = n->hnext;
+	lru_del(b, n);
+	if (!n->level)
+		b->leaves--;
 	b->nodes--;
 }
 
@@ -141,11 +163,56 @@ static struct bch_node *node_new(struct bch_btree *b, unsigned int level)
 		bch_kvfree(n);
 		return NULL;
 	}
+	INIT_LIST_HEAD(&n->lru);
 	n->level = level;
 	n->nsets = 1;
 	n->sets[0].keys = n->keys;
 	n->key.size = 1;
 	return n;
+}
+
+/* Memory and disk differ: off the LRU until written. */
+static void node_dirty(struct bch_btree *b, struct bch_node *n)
+{
+	n->dirty = true;
+	lru_del(b, n);
+}
+
+/* Memory and disk agree: a leaf other than the root may be evicted. */
+static void node_clean(struct bch_btree *b, struct bch_node *n)
+{
+	n->dirty = false;
+	if (!n->level && n != b->root && list_empty(&n->lru)) {
+		list_add_tail(&n->lru, &b->clean);
+		b->nclean++;
+	}
+}
+
+u64 bch_btree_evict(struct bch_btree *b, u64 max_leaves)
+{
+	u64 chances = b->leaves, nr = 0;
+	struct bch_node *n;
+
+	while (b->leaves > max_leaves && !list_empty(&b->clean)) {
+		n = list_first_entry(&b->clean, struct bch_node, lru);
+		if (READ_ONCE(n->accessed) && chances) {
+			chances--;
+			WRITE_ONCE(n->accessed, false);
+			list_move_tail(&n->lru, &b->clean);
+			continue;
+		}
+		hash_del(b, n);
+		node_free(n);
+		b->evictions++;
+		nr++;
+		cond_resched();
+	}
+	return nr;
+}
+
+static void btree_evict(struct bch_btree *b)
+{
+	bch_btree_evict(b, b->max_leaves);
 }
 
 static void node_set_bucket(struct bch_btree *b, struct bch_node *n, u64 bucket, u8 gen)
@@ -172,7 +239,7 @@ static int node_create(struct bch_btree *b, unsigned int level, struct bch_node 
 	}
 	node_set_bucket(b, n, bucket, gen);
 	n->seq = get_random_u64();
-	n->dirty = true;
+	node_dirty(b, n);
 	*out = n;
 	return 0;
 }
@@ -208,7 +275,7 @@ static void node_compact(struct bch_btree *b, struct bch_node *n)
 	/* the sets on disk no longer match ours: appending is over */
 	if (n->written)
 		n->need_cow = true;
-	n->dirty = true;
+	node_dirty(b, n);
 	b->compactions++;
 }
 
@@ -267,18 +334,19 @@ static struct bch_bkey *node_next(const struct bch_node *n, const struct bch_bke
 	return NULL;
 }
 
-/* The child of interior node @n that holds key (inode, end). */
+/* The child of interior node @n that holds key (inode, end), if resident. */
 static struct bch_node *node_child(const struct bch_btree *b, const struct bch_node *n,
 				   u32 inode, u64 end)
 {
 	const struct bch_bkey *k = node_search(n, inode, end);
 	struct bch_node *c = k ? node_find(b, k->ptr) : NULL;
 
-	WARN_ON(!c || c->level + 1 != n->level);
+	if (c && WARN_ON(c->level + 1 != n->level))
+		return NULL;
 	return c;
 }
 
-/* The leaf holding sector @sector of @inode (@sector < U64_MAX). */
+/* The leaf holding sector @sector of @inode (@sector < U64_MAX), if resident. */
 static struct bch_node *find_leaf(const struct bch_btree *b, u32 inode, u64 sector)
 {
 	struct bch_node *n = b->root;
@@ -286,6 +354,71 @@ static struct bch_node *find_leaf(const struct bch_btree *b, u32 inode, u64 sect
 	while (n && n->level)
 		n = node_child(b, n, inode, sector + 1);
 	return n;
+}
+
+static int node_load(struct bch_btree *b, const struct bch_bkey *key, unsigned int level,
+		     const struct bch_bkey *lo, struct bch_node **out);
+
+/* The live key of interior node @n before pointer @k, or @n's own lower bound. */
+static void node_prev(const struct bch_node *n, const struct bch_bkey *k,
+		      struct bch_bkey *lo)
+{
+	const struct bch_bkey *best = NULL;
+	unsigned int i;
+	u32 j;
+
+	for (i = 0; i < n->nsets; i++) {
+		const struct bch_bset *s = &n->sets[i];
+
+		for (j = bch_bset_search(s, k->inode, k->end); j--;) {
+			if (!s->keys[j].size)
+				continue;
+			if (!best || bch_bkey_cmp(&s->keys[j], best) > 0)
+				best = &s->keys[j];
+			break;
+		}
+	}
+	*lo = best ? *best : n->lo;
+}
+
+/* The child of interior node @p for pointer @k, read if not resident. */
+static int node_get(struct bch_btree *b, struct bch_node *p, const struct bch_bkey *k,
+		    struct bch_node **out)
+{
+	struct bch_node *c = node_find(b, k->ptr);
+	struct bch_bkey lo;
+
+	if (c) {
+		/* a bucket at two levels: corrupt, maybe a loop */
+		if (c->level + 1 != p->level)
+			return -EUCLEAN;
+		*out = c;
+		return 0;
+	}
+	node_prev(p, k, &lo);
+	return node_load(b, k, p->level - 1, &lo, out);
+}
+
+/* find_leaf(), reading the nodes on the way that are not resident. */
+static int find_leaf_load(struct bch_btree *b, u32 inode, u64 sector, struct bch_node **out)
+{
+	struct bch_node *n = b->root;
+	const struct bch_bkey *k;
+	int ret;
+
+	if (!n)
+		return -EIO;
+	while (n->level) {
+		k = node_search(n, inode, sector + 1);
+		if (WARN_ON(!k))
+			return -EIO;	/* the last pointer is the max key */
+		ret = node_get(b, n, k, &n);
+		if (ret)
+			return ret;
+	}
+	WRITE_ONCE(n->accessed, true);
+	*out = n;
+	return 0;
 }
 
 /* Where the part of [.., end) of @inode that belongs in @leaf ends. */
@@ -352,14 +485,14 @@ static int node_reserve_ptrs(struct bch_btree *b, struct bch_node *p)
 }
 
 /* Set pointer @k in interior node @p, replacing the one with its (inode, end). */
-static void node_set_ptr(struct bch_node *p, const struct bch_bkey *k)
+static void node_set_ptr(struct bch_btree *b, struct bch_node *p, const struct bch_bkey *k)
 {
 	struct bch_bset *open = &p->sets[p->nsets - 1];
 	struct bch_bkey *old;
 	unsigned int i;
 
 	WARN_ON(p->nwritten == p->nsets || !p->level);
-	p->dirty = true;
+	node_dirty(b, p);
 	for (i = 0; i < p->nsets; i++) {
 		old = bch_bset_next(&p->sets[i], k->inode, k->end);
 		if (!old || bch_bkey_cmp(old, k))
@@ -391,7 +524,7 @@ static void leaf_insert(struct bch_btree *b, struct bch_node *n, const struct bc
 	}
 	bch_bset_insert(open, k);
 	n->nkeys++;
-	n->dirty = true;
+	node_dirty(b, n);
 }
 
 /*
@@ -468,8 +601,8 @@ static int node_split(struct bch_btree *b, struct bch_node *n)
 		b->root = root;
 		b->level = root->level;
 	} else {
-		node_set_ptr(p, &l->key);
-		node_set_ptr(p, &r->key);	/* replaces n's */
+		node_set_ptr(b, p, &l->key);
+		node_set_ptr(b, p, &r->key);	/* replaces n's */
 	}
 	b->ops->free(b, n->bucket);
 	node_free(n);
@@ -490,14 +623,14 @@ int bch_btree_insert(struct bch_btree *b, const struct bch_bkey *k)
 
 	/* First room in every leaf the extent spans, so that the rest cannot fail. */
 	for (pos = start; pos < end;) {
-		n = find_leaf(b, k->inode, pos);
-		if (!n)
-			return -EIO;
+		ret = find_leaf_load(b, k->inode, pos, &n);
+		if (ret)
+			goto out;
 		ret = node_reserve(b, n, 2);
 		if (ret == -ENOSPC) {
 			ret = node_split(b, n);
 			if (ret)
-				return ret;
+				goto out;
 			continue;
 		}
 		pos = leaf_end(n, k->inode, end);
@@ -513,14 +646,17 @@ int bch_btree_insert(struct bch_btree *b, const struct bch_bkey *k)
 		piece.ptr = k->ptr + (pos - start);
 		leaf_insert(b, n, &piece);
 	}
-	return 0;
+	ret = 0;
+out:
+	btree_evict(b);
+	return ret;
 }
 
 int bch_btree_lookup(struct bch_btree *b, u32 inode, u64 start, u64 end,
 		     struct bch_bkey *out)
 {
-	const struct bch_node *n;
 	const struct bch_bkey *k;
+	struct bch_node *n;
 	u64 pos = start;
 
 	memset(out, 0, sizeof(*out));
@@ -532,9 +668,12 @@ int bch_btree_lookup(struct bch_btree *b, u32 inode, u64 start, u64 end,
 	n = find_leaf(b, inode, pos);
 	while (pos < end) {
 		if (!n) {
-			pos = end;		/* a broken tree: a miss is safe */
-			break;
+			out->inode = inode;
+			out->end = pos;
+			return -EAGAIN;
 		}
+		if (!READ_ONCE(n->accessed))
+			WRITE_ONCE(n->accessed, true);
 		k = node_search(n, inode, pos + 1);
 		if (k && k->inode == inode && bch_key_start(k) < end) {
 			if (!(k->flags & BCH_KEY_HOLE) && !key_dead(b, k)) {
@@ -565,6 +704,68 @@ int bch_btree_lookup(struct bch_btree *b, u32 inode, u64 start, u64 end,
 	return 0;
 }
 
+int bch_btree_load_range(struct bch_btree *b, u32 inode, u64 start, u64 end)
+{
+	struct bch_node *n;
+	u64 pos = start;
+	int ret;
+
+	while (pos < end) {
+		ret = find_leaf_load(b, inode, pos, &n);
+		if (ret)
+			return ret;
+		if (n->key.inode != inode || n->key.end >= end)
+			break;
+		pos = n->key.end;
+	}
+	return 0;
+}
+
+/* Every node below @n; each must be new: a bucket twice is a corrupt tree. */
+static int node_read_all(struct bch_btree *b, struct bch_node *n)
+{
+	struct bch_bkey *k, pos;
+	struct bch_node *c;
+	int ret;
+
+	if (!n->level)
+		return 0;
+	for (k = node_next(n, NULL); k; k = node_next(n, &pos)) {
+		pos = *k;
+		if (node_find(b, pos.ptr))
+			return -EUCLEAN;
+		ret = node_get(b, n, &pos, &c);
+		if (!ret)
+			ret = node_read_all(b, c);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int bch_btree_read_all(struct bch_btree *b)
+{
+	if (!b->root)
+		return -EINVAL;
+	return node_read_all(b, b->root);
+}
+
+int bch_btree_lookup_load(struct bch_btree *b, u32 inode, u64 start, u64 end,
+			  struct bch_bkey *out)
+{
+	int ret;
+
+	/* Ends: nothing is evicted in between, so each round reads a leaf. */
+	for (;;) {
+		ret = bch_btree_lookup(b, inode, start, end, out);
+		if (ret != -EAGAIN)
+			return ret;
+		ret = bch_btree_load_range(b, inode, out->end, out->end + 1);
+		if (ret)
+			return ret;
+	}
+}
+
 static int node_gc(struct bch_btree *b, struct bch_node *n,
 		   void (*fn)(struct bch_btree *b, const struct bch_bkey *k, bool is_node,
 			      void *arg),
@@ -589,12 +790,14 @@ static int node_gc(struct bch_btree *b, struct bch_node *n,
 	}
 	for (k = node_next(n, NULL); k; k = node_next(n, &pos)) {
 		pos = *k;
-		c = node_find(b, k->ptr);
-		if (WARN_ON(!c))
-			return -EIO;
+		ret = node_get(b, n, &pos, &c);
+		if (ret)
+			return ret;
 		ret = node_gc(b, c, fn, arg);
 		if (ret)
 			return ret;
+		if (!c->level)
+			btree_evict(b);
 	}
 	return 0;
 }
@@ -628,7 +831,7 @@ static int node_write_whole(struct bch_btree *b, struct bch_node *n, u64 bucket,
 	n->written = bytes >> BCH_SECTOR_SHIFT;
 	n->nwritten = 1;
 	n->need_cow = false;
-	n->dirty = false;
+	node_clean(b, n);
 	b->set_writes++;
 	return 0;
 }
@@ -658,8 +861,9 @@ static int node_cow(struct bch_btree *b, struct bch_node *n, struct bch_node *pa
 	hash_del(b, n);
 	node_set_bucket(b, n, bucket, gen);
 	hash_add(b, n);
+	node_clean(b, n);		/* back on the LRU */
 	if (parent)
-		node_set_ptr(parent, &n->key);
+		node_set_ptr(b, parent, &n->key);
 	b->ops->free(b, old);
 	b->cows++;
 	return 0;
@@ -682,7 +886,7 @@ static int node_write(struct bch_btree *b, struct bch_node *n, struct bch_node *
 	}
 	if (!n->need_cow) {
 		if (n->nwritten == n->nsets) {
-			n->dirty = false;
+			node_clean(b, n);
 			return 0;
 		}
 		bytes = bch_bset_bytes(bch_bset_live(open), block_bytes);
@@ -695,7 +899,7 @@ static int node_write(struct bch_btree *b, struct bch_node *n, struct bch_node *
 				return ret;
 			n->written += bytes >> BCH_SECTOR_SHIFT;
 			n->nwritten++;
-			n->dirty = false;
+			node_clean(b, n);
 			b->set_writes++;
 			return 0;
 		}
@@ -703,7 +907,10 @@ static int node_write(struct bch_btree *b, struct bch_node *n, struct bch_node *
 	return node_cow(b, n, parent);
 }
 
-/* Children first: their new buckets go into @n before @n is written. */
+/*
+ * Children first: their new buckets go into @n before @n is written. A
+ * child that is not resident is clean.
+ */
 static int node_flush(struct bch_btree *b, struct bch_node *n, struct bch_node *parent)
 {
 	struct bch_bkey *k, pos;
@@ -714,8 +921,8 @@ static int node_flush(struct bch_btree *b, struct bch_node *n, struct bch_node *
 		for (k = node_next(n, NULL); k; k = node_next(n, &pos)) {
 			pos = *k;
 			c = node_find(b, k->ptr);
-			if (WARN_ON(!c))
-				return -EIO;
+			if (!c)
+				continue;
 			ret = node_flush(b, c, n);
 			if (ret)
 				return ret;
@@ -726,9 +933,13 @@ static int node_flush(struct bch_btree *b, struct bch_node *n, struct bch_node *
 
 int bch_btree_flush(struct bch_btree *b)
 {
+	int ret;
+
 	if (!b->root)
 		return -EINVAL;
-	return node_flush(b, b->root, NULL);
+	ret = node_flush(b, b->root, NULL);
+	btree_evict(b);
+	return ret;
 }
 
 void bch_btree_root(struct bch_btree *b, struct bch_bkey *root, unsigned int *level)
@@ -863,39 +1074,35 @@ static int node_check(struct bch_btree *b, const struct bch_node *n, const struc
 	return 0;
 }
 
+/* Read the node @key points to, at @level, above @lo; resident and clean. */
 static int node_load(struct bch_btree *b, const struct bch_bkey *key, unsigned int level,
-		     const struct bch_bkey *lo)
+		     const struct bch_bkey *lo, struct bch_node **out)
 {
-	struct bch_bkey *k, prev;
 	struct bch_node *n;
 	int ret;
 
 	if (bad_ptr(b, key))
 		return -EUCLEAN;
-	if (node_find(b, key->ptr))
-		return -EUCLEAN;	/* a bucket twice: corrupt, maybe a loop */
 	n = node_new(b, level);
 	if (!n)
 		return -ENOMEM;
 	n->key = *key;
+	n->lo = *lo;
 	n->bucket = div_u64(key->ptr, b->bucket_sectors);
-	hash_add(b, n);			/* from here bch_btree_free() frees it */
 
 	ret = node_read(b, n);
 	if (!ret)
 		ret = node_check(b, n, lo);
 	if (ret) {
-		pr_err("bad node at level %u in bucket %llu: %d\n", level, n->bucket, ret);
+		if (ret == -EUCLEAN)
+			pr_err("bad node at level %u in bucket %llu\n", level, n->bucket);
+		node_free(n);
 		return ret;
 	}
-	if (!level)
-		return 0;
-	prev = *lo;
-	for (k = node_next(n, NULL); k; prev = *k, k = node_next(n, k)) {
-		ret = node_load(b, k, level - 1, &prev);
-		if (ret)
-			return ret;
-	}
+	hash_add(b, n);
+	node_clean(b, n);
+	b->reads++;
+	*out = n;
 	return 0;
 }
 
@@ -922,6 +1129,11 @@ static int btree_setup(struct bch_btree *b)
 	b->splits = 0;
 	b->cows = 0;
 	b->set_writes = 0;
+	b->reads = 0;
+	b->evictions = 0;
+	b->leaves = 0;
+	b->nclean = 0;
+	INIT_LIST_HEAD(&b->clean);
 	b->hash_bits = BCH_HASH_MIN_BITS;
 	b->scratch = bch_kvzalloc(b->node_keys * sizeof(*b->scratch));
 	b->iobuf = bch_kvzalloc(bucket_bytes);
@@ -956,6 +1168,7 @@ int bch_btree_init(struct bch_btree *b)
 int bch_btree_load(struct bch_btree *b, const struct bch_bkey *root, unsigned int level)
 {
 	struct bch_bkey lo = { 0 };
+	struct bch_node *n;
 	int ret;
 
 	if (level >= BCH_BTREE_MAX_DEPTH || root->inode != U32_MAX || root->end != U64_MAX)
@@ -963,13 +1176,14 @@ int bch_btree_load(struct bch_btree *b, const struct bch_bkey *root, unsigned in
 	ret = btree_setup(b);
 	if (ret)
 		return ret;
-	ret = node_load(b, root, level, &lo);
+	ret = node_load(b, root, level, &lo, &n);
 	if (ret) {
 		bch_btree_free(b);
 		return ret;
 	}
-	b->root = node_find(b, root->ptr);
+	b->root = n;
 	b->level = level;
+	lru_del(b, n);			/* the root stays */
 	return 0;
 }
 
@@ -995,4 +1209,7 @@ void bch_btree_free(struct bch_btree *b)
 	b->root = NULL;
 	b->level = 0;
 	b->nodes = 0;
+	b->leaves = 0;
+	b->nclean = 0;
+	INIT_LIST_HEAD(&b->clean);
 }

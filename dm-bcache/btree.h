@@ -11,8 +11,15 @@
  * child's bucket, @gen that bucket's gen and @size always 1 (so a pointer
  * key is never mistaken for an empty one).
  *
- * Locking is the caller's: lookup may run concurrently with other lookups,
- * everything else needs exclusive access. Only load and flush do IO.
+ * Nodes are read on demand. Interior nodes stay in memory once read; a
+ * clean leaf (one whose memory and disk agree) may be evicted whenever
+ * more than max_leaves leaves are resident, at the points named below.
+ *
+ * Locking is the caller's: lookup may run concurrently with other lookups
+ * and never does IO, everything else needs exclusive access and may read
+ * nodes through ops->io (which may refuse with -EAGAIN, as from a context
+ * that must not wait for IO: the call then fails with it, changing
+ * nothing). Only flush writes.
  */
 #ifndef _BCH_BTREE_H
 #define _BCH_BTREE_H
@@ -69,6 +76,12 @@ struct bch_btree {
 	void		*priv;			/* the caller's */
 	/* Set by the caller before init or load; max_sets 0 = default. */
 	u32		bucket_sectors, block_sectors, max_sets;
+	/*
+	 * Clean leaves beyond this many resident ones are evicted (0: every
+	 * one not in use; U64_MAX: none). The caller may change it at any
+	 * time under exclusive access.
+	 */
+	u64		max_leaves;
 
 	/* Private to btree.c. */
 	struct bch_node	*root;
@@ -77,11 +90,16 @@ struct bch_btree {
 	u32		split_keys;		/* split when compacted above this */
 	struct bch_bkey	*scratch;		/* node_keys, swapped in by compaction */
 	void		*iobuf;			/* one bucket */
-	struct bch_node	**hash;			/* nodes by bucket */
+	struct bch_node	**hash;			/* resident nodes by bucket */
 	unsigned int	hash_bits;
+	struct list_head clean;			/* evictable leaves, LRU first */
+	u64		leaves;			/* resident leaves */
+	u64		nclean;			/* on the clean list */
 
 	/* Counters, for the status line and the tests. */
-	u64		nodes;
+	u64		nodes;			/* resident */
+	u64		reads;			/* nodes read from disk */
+	u64		evictions;
 	u64		compactions;
 	u64		splits;
 	u64		cows;			/* nodes rewritten to a new bucket */
@@ -96,14 +114,16 @@ struct bch_btree {
 /* An empty tree: one empty, dirty root leaf (one ops->alloc). */
 int bch_btree_init(struct bch_btree *b);
 /*
- * Read every node from disk; any bad node (or leaf key that
- * ops->key_invalid refuses) -> -EUCLEAN or another error, nothing leaked.
+ * Read the root from disk; the rest is read when needed. A bad node (or a
+ * leaf key that ops->key_invalid refuses) -> -EUCLEAN, here or from the
+ * call that reads it, and nothing leaked.
  */
 int bch_btree_load(struct bch_btree *b, const struct bch_bkey *root, unsigned int level);
 /* Memory only, no ops called; also fine after a failed init or load, and twice. */
 void bch_btree_free(struct bch_btree *b);
 /*
- * Write every dirty node, children before parents; then bch_btree_root() is
+ * Write every dirty node, children before parents, then evict down to the
+ * budget; then bch_btree_root() is
  * what is on disk. A node rewritten whole goes to a new bucket and its old
  * bucket is freed at once, so the previous on-disk tree is not usable once a
  * flush has started (the caller trusts it only after a clean shutdown).
@@ -112,10 +132,11 @@ int bch_btree_flush(struct bch_btree *b);
 void bch_btree_root(struct bch_btree *b, struct bch_bkey *root, unsigned int *level);
 
 /*
- * Insert a data extent or a BCH_KEY_HOLE, overriding whatever it overlaps.
- * Memory only, never IO. All or nothing: on error (-ENOMEM, or the error of
- * ops->alloc when no bucket is left for a split) the index is exactly as it
- * was. For a hole that means the older data is still visible, so a caller
+ * Insert a data extent or a BCH_KEY_HOLE, overriding whatever it overlaps;
+ * then evict down to the budget. Reads the leaves it needs, never writes.
+ * All or nothing: on error (-ENOMEM, a read's error, or the error of
+ * ops->alloc when no bucket is left for a split) the index holds exactly
+ * the keys it held. For a hole that means the older data is still visible, so a caller
  * that must forget it has to invalidate the whole inode instead.
  */
 int bch_btree_insert(struct bch_btree *b, const struct bch_bkey *k);
@@ -126,16 +147,32 @@ int bch_btree_insert(struct bch_btree *b, const struct bch_bkey *k);
  * and sets out->size to the hole's length up to min(end, start of the next
  * live key) otherwise (out->flags = BCH_KEY_HOLE). Ranges longer than
  * U32_MAX are clipped. Memory only; safe with concurrent lookups.
+ * -EAGAIN if it needs a node that is not in memory: out->end is then the
+ * sector whose leaf bch_btree_load_range() must read.
  */
 int bch_btree_lookup(struct bch_btree *b, u32 inode, u64 start, u64 end,
 		     struct bch_bkey *out);
+/* Exclusive access: read every leaf that holds a sector of [start, end). */
+int bch_btree_load_range(struct bch_btree *b, u32 inode, u64 start, u64 end);
+/* Exclusive access: bch_btree_lookup(), reading what it needs. */
+int bch_btree_lookup_load(struct bch_btree *b, u32 inode, u64 start, u64 end,
+			  struct bch_bkey *out);
+/*
+ * Exclusive access: read every node of a tree fresh from load (with
+ * max_leaves U64_MAX, for tools that check it whole). -EUCLEAN if a node
+ * is bad or two pointers name one bucket.
+ */
+int bch_btree_read_all(struct bch_btree *b);
+/* Exclusive access: evict clean leaves down to max_leaves (a shrinker's call). */
+u64 bch_btree_evict(struct bch_btree *b, u64 max_leaves);
 
 /*
  * Compact every node holding dead, deleted or hole keys; then call @fn for
  * every live leaf key (is_node false) and, with is_node true, for every
  * node's own pointer key (its bucket is k->ptr / bucket_sectors, its gen
- * k->gen), in no particular order. @fn must not change the tree. Memory
- * only. Compacted nodes are rewritten to new buckets by the next flush.
+ * k->gen), in no particular order. @fn must not change the tree. Reads
+ * every node not in memory, evicting as it goes. Compacted nodes are
+ * rewritten to new buckets by the next flush.
  */
 int bch_btree_gc(struct bch_btree *b,
 		 void (*fn)(struct bch_btree *b, const struct bch_bkey *k, bool is_node,
@@ -148,6 +185,7 @@ static inline unsigned int bch_btree_depth(const struct bch_btree *b)
 	return b->root ? b->level + 1 : 0;
 }
 
+/* Nodes in memory. */
 static inline u64 bch_btree_nodes(const struct bch_btree *b)
 {
 	return b->nodes;

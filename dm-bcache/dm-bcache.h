@@ -149,6 +149,8 @@ struct bch_cache_set {
 	/* The index: readers under read, inserts/GC/flush under write. */
 	struct rw_semaphore	btree_lock;
 	struct bch_btree	btree;
+	int			node_cache_mb;	/* the budget max_leaves is of */
+	struct shrinker		*shrinker;	/* of clean index leaves */
 	struct bch_journal	journal;
 	struct mutex		checkpoint_lock;	/* one at a time */
 	atomic64_t		checkpoints;
@@ -188,6 +190,7 @@ struct bch_stats {
 	atomic64_t	retries;	/* cache reads redone on the origin */
 	atomic64_t	cache_errors;
 	atomic64_t	rewritten;	/* sectors of pieces made one extent */
+	atomic64_t	deferred;	/* bios mapped again to read the index */
 };
 
 /* What is cached, and where writes go. */
@@ -239,6 +242,10 @@ struct bch_target {
 	atomic_t		fills;		/* in flight */
 	struct bch_stats	stats;
 	struct bch_writeback	wb;
+	/* Bios waiting for index nodes to be read (request.c). */
+	spinlock_t		defer_lock;
+	struct bio_list		deferred;
+	struct delayed_work	defer_work;
 };
 
 static inline struct bch_track *bch_track_of(struct bch_target *bt)
@@ -307,6 +314,8 @@ void bch_alloc_persist_done(struct bch_cache_set *set, bool ok);
 /* index.c */
 int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost);
 int bch_index_insert(struct bch_cache_set *set, const struct bch_bkey *k);
+int bch_index_lookup(struct bch_cache_set *set, u32 inode, u64 start, u64 end,
+		     struct bch_bkey *out);
 int bch_checkpoint(struct bch_cache_set *set, bool gc);
 bool bch_checkpoint_retry(int r);
 int bch_checkpoint_sync(struct bch_cache_set *set, bool gc);
@@ -340,6 +349,8 @@ const char *bch_mode_name(enum bch_cache_mode mode);
 /* request.c */
 void bch_release_bio(struct bio *bio, blk_status_t status);
 void bch_write_resume(struct bio *bio);
+void bch_defer(struct bch_target *bt, struct bio *bio);
+void bch_defer_init(struct bch_target *bt);
 void bch_write_range(struct bio *bio, u64 *start, u64 *end);
 size_t bch_io_size(void);
 unsigned int bch_clone_front_pad(void);

@@ -6,11 +6,46 @@
  * only by a checkpoint, which runs when the journal is half full, when
  * the allocator needs a GC, and at open and close. Between checkpoints
  * every insert is journaled (journal.c).
+ *
+ * Index nodes are read when needed (btree.c); clean leaves beyond the
+ * budget node_cache_mb sets are evicted, and a shrinker evicts more when
+ * memory is short. A lookup from map() never waits for a node: it fails
+ * with -EAGAIN and the bio is deferred to a worker (request.c).
  */
 #include <linux/delay.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/shrinker.h>
+#include <linux/version.h>
 
 #include "bset.h"
 #include "dm-bcache.h"
+
+/*
+ * Per cache device: -1 is an eighth of RAM; 0 keeps no leaf that is not
+ * in use, so that every path runs with nodes read back from disk.
+ */
+static int node_cache_mb = -1;
+module_param(node_cache_mb, int, 0644);
+MODULE_PARM_DESC(node_cache_mb,
+		 "MiB of index nodes kept per cache device (-1: RAM/8, 0: only those in use)");
+
+/* The budget in leaves, if the parameter changed; btree lock held for write. */
+static void bch_index_budget(struct bch_cache_set *set)
+{
+	int mb = READ_ONCE(node_cache_mb);
+	u64 bytes;
+
+	if (mb == set->node_cache_mb)
+		return;
+	set->node_cache_mb = mb;
+	if (mb < 0)
+		bytes = ((u64)totalram_pages() << PAGE_SHIFT) / 8;
+	else
+		bytes = (u64)mb << 20;
+	/* A leaf's keys take about one bucket of memory. */
+	set->btree.max_leaves = div64_u64(bytes, (u64)set->bucket_size << SECTOR_SHIFT);
+}
 
 static int bch_op_alloc(struct bch_btree *b, u64 *bucket, u8 *gen)
 {
@@ -30,6 +65,12 @@ static int bch_op_io(struct bch_btree *b, bool write, u64 bucket, u32 offset,
 	if (bucket < set->first_bucket || bucket >= set->nbuckets ||
 	    offset + sectors > set->bucket_size)
 		return -EINVAL;
+	/*
+	 * Not from within a bio's submission (map()): what it submits is
+	 * queued until it returns, so waiting for it would never end.
+	 */
+	if (current->bio_list)
+		return -EAGAIN;
 	return bch_meta_io(set, write ? REQ_OP_WRITE : REQ_OP_READ,
 			   bucket * set->bucket_size + offset, buf,
 			   (size_t)sectors << SECTOR_SHIFT);
@@ -60,6 +101,8 @@ static void bch_index_setup(struct bch_cache_set *set)
 	b->bucket_sectors = set->bucket_size;
 	b->block_sectors = set->block_size;
 	b->max_sets = 4;
+	set->node_cache_mb = INT_MIN;
+	bch_index_budget(set);
 }
 
 /*
@@ -77,6 +120,94 @@ static void bch_index_drop(struct bch_cache_set *set)
 		set->buckets[i].dirty = 0;
 		set->buckets[i].state = BCH_B_FREE;
 	}
+}
+
+/* Clean leaves, evicted when memory is short. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
+static struct bch_cache_set *bch_shrinker_set(struct shrinker *s)
+{
+	return s->private_data;
+}
+#else
+struct bch_shrinker {
+	struct shrinker		s;
+	struct bch_cache_set	*set;
+};
+
+static struct bch_cache_set *bch_shrinker_set(struct shrinker *s)
+{
+	return container_of(s, struct bch_shrinker, s)->set;
+}
+#endif
+
+static unsigned long bch_index_shrink_count(struct shrinker *s,
+					    struct shrink_control *sc)
+{
+	struct bch_cache_set *set = bch_shrinker_set(s);
+
+	return READ_ONCE(set->btree.nclean);
+}
+
+static unsigned long bch_index_shrink_scan(struct shrinker *s,
+					   struct shrink_control *sc)
+{
+	struct bch_cache_set *set = bch_shrinker_set(s);
+	u64 leaves, freed;
+
+	/* Never wait for the IO path from reclaim. */
+	if (!down_write_trylock(&set->btree_lock))
+		return SHRINK_STOP;
+	leaves = set->btree.leaves;
+	freed = bch_btree_evict(&set->btree, leaves > sc->nr_to_scan ?
+				leaves - sc->nr_to_scan : 0);
+	up_write(&set->btree_lock);
+	return freed;
+}
+
+static int bch_index_shrinker_start(struct bch_cache_set *set)
+{
+	struct shrinker *s;
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
+	s = shrinker_alloc(0, "dm-bcache:%s", set->name);
+	if (!s)
+		return -ENOMEM;
+	s->count_objects = bch_index_shrink_count;
+	s->scan_objects = bch_index_shrink_scan;
+	s->private_data = set;
+	shrinker_register(s);
+#else
+	struct bch_shrinker *bs = kzalloc(sizeof(*bs), GFP_KERNEL);
+	int r;
+
+	if (!bs)
+		return -ENOMEM;
+	s = &bs->s;
+	bs->set = set;
+	s->count_objects = bch_index_shrink_count;
+	s->scan_objects = bch_index_shrink_scan;
+	s->seeks = DEFAULT_SEEKS;
+	r = register_shrinker(s, "dm-bcache:%s", set->name);
+	if (r) {
+		kfree(bs);
+		return r;
+	}
+#endif
+	set->shrinker = s;
+	return 0;
+}
+
+static void bch_index_shrinker_stop(struct bch_cache_set *set)
+{
+	if (!set->shrinker)
+		return;
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
+	shrinker_free(set->shrinker);
+#else
+	unregister_shrinker(set->shrinker);
+	kfree(container_of(set->shrinker, struct bch_shrinker, s));
+#endif
+	set->shrinker = NULL;
 }
 
 /* First pass over the journal: its data buckets must not be handed out. */
@@ -172,15 +303,30 @@ int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost)
 		}
 	}
 	bch_journal_start(set, &end);
-	return 0;
+	return bch_index_shrinker_start(set);
 }
 
-/* An insert of the IO path, the writeback worker or a fill. */
+/*
+ * An insert of the IO path, the writeback worker or a fill; btree lock
+ * held for write. -EAGAIN from map(): a leaf must be read first.
+ */
 int bch_index_insert(struct bch_cache_set *set, const struct bch_bkey *k)
 {
 	if (bch_fault(BCH_FAULT_INSERT))
 		return -ENOMEM;
+	bch_index_budget(set);
 	return bch_btree_insert(&set->btree, k);
+}
+
+/*
+ * A lookup with the btree lock held for write, reading the leaves it
+ * needs; -EAGAIN from map().
+ */
+int bch_index_lookup(struct bch_cache_set *set, u32 inode, u64 start, u64 end,
+		     struct bch_bkey *out)
+{
+	lockdep_assert_held_write(&set->btree_lock);
+	return bch_btree_lookup_load(&set->btree, inode, start, end, out);
 }
 
 /*
@@ -216,6 +362,7 @@ int bch_checkpoint(struct bch_cache_set *set, bool gc)
 		r = bch_gc_pass(set);
 	else
 		r = 0;
+	bch_index_budget(set);
 	if (!r)
 		r = bch_btree_flush(&set->btree);
 	set->btree_drain = false;
@@ -288,5 +435,6 @@ bool bch_checkpoint_retry(int r)
 
 void bch_index_free(struct bch_cache_set *set)
 {
+	bch_index_shrinker_stop(set);
 	bch_btree_free(&set->btree);
 }

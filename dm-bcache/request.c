@@ -21,7 +21,11 @@
  * writeback.c copies it to the origin later.
  *
  * map() may sleep but must never wait for IO it issues itself: bios
- * submitted from here are queued until map() returns.
+ * submitted from here are queued until map() returns. So a lookup or a
+ * punch that needs an index node that is not in memory defers the bio to
+ * a worker (bch_defer()), which reads the node and maps it again. There
+ * dm_accept_partial_bio() may not be called: a deferred read that is not
+ * one extent is served as pieces, from the cache and the origin at once.
  */
 #include <linux/bio.h>
 #include <linux/slab.h>
@@ -45,6 +49,7 @@ struct bch_io {
 	u8			origin;	/* counted in bch_origin_track_of() */
 	u8			held;	/* has waited in bch_writeback_hold() */
 	u8			rewrite; /* pieces: rewrite as one extent */
+	u8			deferred; /* mapped again by bch_defer_work() */
 	atomic_t		pieces;	/* BCH_IO_PIECES: clones in flight */
 	struct work_struct	work;
 };
@@ -82,10 +87,15 @@ struct bch_fill {
 
 /* One key's piece of a read served by clones (the bioset's front pad). */
 struct bch_piece {
-	u64		ptr;
+	u64		ptr;		/* BCH_PIECE_ORIGIN: read from the origin */
 	u8		gen;
 	struct bio	bio;		/* last */
 };
+
+#define BCH_PIECE_ORIGIN	U64_MAX
+
+/* map() codes of a deferred bio: mapped again later, or failed. */
+#define BCH_MAPIO_DEFER		(-1)
 
 /* Pieces of one read at most: 1 MiB of 4 KiB keys. */
 #define BCH_PIECES_MAX		256
@@ -350,7 +360,11 @@ static void bch_piece_endio(struct bio *clone)
 	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
 	struct bch_target *bt = io->bt;
 
-	if (clone->bi_status) {
+	if (p->ptr == BCH_PIECE_ORIGIN) {
+		/* Read again whole, or failed if dirty: as a cache error. */
+		if (clone->bi_status)
+			WRITE_ONCE(io->cache_error, 1);
+	} else if (clone->bi_status) {
 		atomic64_inc(&bt->stats.cache_errors);
 		bch_cache_io_error(bt->set, false);
 		WRITE_ONCE(io->cache_error, 1);
@@ -388,6 +402,84 @@ static struct bio *bch_piece_alloc(struct bch_target *bt, struct bio *bio,
 	return clone;
 }
 
+/* A clone of @bio reading @sectors at @off sectors into it from the origin. */
+static struct bio *bch_piece_alloc_origin(struct bch_target *bt, struct bio *bio,
+					  u32 off, u32 sectors)
+{
+	struct bio *clone;
+	struct bch_piece *p;
+
+	clone = bio_alloc_clone(bt->origin_dev->bdev, bio,
+				GFP_NOWAIT | __GFP_NOWARN, &bt->bs);
+	if (!clone)
+		return NULL;
+	bio_trim(clone, off, sectors);
+	bch_remap_origin(bt, clone);
+	clone->bi_end_io = bch_piece_endio;
+	clone->bi_private = bio;
+	p = container_of(clone, struct bch_piece, bio);
+	p->ptr = BCH_PIECE_ORIGIN;
+	return clone;
+}
+
+/*
+ * A deferred read that is not one extent: no dm_accept_partial_bio() out
+ * of map(), so every extent of it is a piece, hits from the cache and the
+ * rest from the origin, without a fill. Called under the btree read lock
+ * with every leaf of the range resident; releases it. If a piece is dirty
+ * the read fails on any error, as a dirty hit does.
+ */
+static int bch_read_mixed(struct bch_target *bt, struct bio *bio,
+			  struct bch_io *io)
+{
+	struct bch_cache_set *set = bt->set;
+	u64 start = bio->bi_iter.bi_sector, end = bio_end_sector(bio);
+	bool dirty = false, hit = false;
+	struct bio_list clones;
+	struct bio *clone;
+	struct bch_bkey k;
+	u64 pos;
+	int r;
+
+	bio_list_init(&clones);
+	for (pos = start; pos < end; pos += k.size) {
+		r = bch_btree_lookup(&set->btree, io->inode, pos, end, &k);
+		if (r < 0)
+			break;
+		if (r) {
+			dirty |= !!(k.flags & BCH_KEY_DIRTY);
+			hit = true;
+			clone = bch_piece_alloc(bt, bio, pos - start, &k);
+		} else {
+			clone = bch_piece_alloc_origin(bt, bio, pos - start, k.size);
+		}
+		if (!clone) {
+			r = -ENOMEM;
+			break;
+		}
+		bio_list_add(&clones, clone);
+	}
+	up_read(&set->btree_lock);
+	if (pos < end) {
+		while ((clone = bio_list_pop(&clones)))
+			bio_put(clone);
+		return r == -ENOMEM ? BCH_MAPIO_DEFER : DM_MAPIO_KILL;
+	}
+	io->iter = bio->bi_iter;
+	io->kind = BCH_IO_PIECES;
+	io->dirty = dirty;
+	io->rewrite = 0;
+	atomic_set(&io->pieces, bio_list_size(&clones));
+	atomic64_inc(hit ? &bt->stats.read_hits : &bt->stats.read_misses);
+	while ((clone = bio_list_pop(&clones))) {
+		if (container_of(clone, struct bch_piece, bio)->ptr != BCH_PIECE_ORIGIN)
+			bch_bucket_hit(set, clone->bi_iter.bi_sector,
+				       bio_sectors(clone));
+		submit_bio_noacct(clone);
+	}
+	return DM_MAPIO_SUBMITTED;
+}
+
 /*
  * @bio starts with the hit @k but is not wholly in it: gather the hits
  * that follow, of the same kind (clean or dirty, so that a failed piece
@@ -414,7 +506,7 @@ static u32 bch_gather_hits(struct bch_target *bt, struct bio *bio, u32 inode,
 		bio_list_add(clones, clone);
 		sector += next.size;
 	} while (++nr < BCH_PIECES_MAX && sector < end &&
-		 bch_btree_lookup(&set->btree, inode, sector, end, &next) &&
+		 bch_btree_lookup(&set->btree, inode, sector, end, &next) == 1 &&
 		 (next.flags & BCH_KEY_DIRTY) == dirty);
 
 	if (nr > 1)
@@ -505,9 +597,29 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 		io->snap_sectors = sectors;
 	}
 	bio_list_init(&clones);
-	down_read(&set->btree_lock);
+	if (io->deferred) {
+		/* Read what the lookups need; nothing is evicted under read. */
+		down_write(&set->btree_lock);
+		hit = bch_btree_load_range(&set->btree, io->inode, sector,
+					   sector + sectors);
+		downgrade_write(&set->btree_lock);
+		if (hit) {
+			up_read(&set->btree_lock);
+			DMERR_LIMIT("%s: cannot read the index (%d): read failed",
+				    set->name, hit);
+			return hit == -ENOMEM ? BCH_MAPIO_DEFER : DM_MAPIO_KILL;
+		}
+	} else {
+		down_read(&set->btree_lock);
+	}
 	hit = bch_btree_lookup(&set->btree, io->inode, sector,
 			       sector + sectors, &k);
+	if (hit < 0) {
+		up_read(&set->btree_lock);
+		return BCH_MAPIO_DEFER;
+	}
+	if (io->deferred && k.size < sectors)
+		return bch_read_mixed(bt, bio, io);
 	if (hit && k.size < sectors && !failed &&
 	    ((k.flags & BCH_KEY_DIRTY) || mode != BCH_MODE_NONE))
 		gathered = bch_gather_hits(bt, bio, io->inode, &k,
@@ -577,23 +689,42 @@ enum {
 	BCH_PUNCH_QUEUED,	/* the write waits for the hole's journal entry */
 	BCH_PUNCH_DIRTY,	/* dirty data there: nothing done */
 	BCH_PUNCH_RETRY,	/* no memory or room for the hole: try later */
+	BCH_PUNCH_DEFER,	/* a leaf must be read: from a worker */
+	BCH_PUNCH_ERROR,	/* the index cannot be read */
 };
 
-/* Whether the index holds dirty data in [start, end): btree lock held. */
-static bool bch_range_dirty(struct bch_cache_set *set, u32 inode, u64 start,
-			    u64 end)
+/*
+ * Whether the index holds dirty data in [start, end): 1 or 0, or an error
+ * (-EAGAIN from map(): a leaf must be read). Btree lock held for write.
+ */
+static int bch_range_dirty(struct bch_cache_set *set, u32 inode, u64 start,
+			   u64 end)
 {
 	struct bch_bkey k;
+	int r;
 
 	while (start < end) {
-		if (bch_btree_lookup(&set->btree, inode, start, end, &k) &&
-		    (k.flags & BCH_KEY_DIRTY))
-			return true;
+		r = bch_index_lookup(set, inode, start, end, &k);
+		if (r < 0)
+			return r;
+		if (r && (k.flags & BCH_KEY_DIRTY))
+			return 1;
 		if (WARN_ON_ONCE(!k.size))
 			break;
 		start += k.size;
 	}
-	return false;
+	return 0;
+}
+
+/* A punch that needs a leaf read, or whose index cannot be read. */
+static int bch_punch_error(struct bch_cache_set *set, int r)
+{
+	if (r == -EAGAIN)
+		return BCH_PUNCH_DEFER;
+	if (r == -ENOMEM)
+		return BCH_PUNCH_RETRY;
+	DMERR_LIMIT("%s: cannot read the index (%d): write failed", set->name, r);
+	return BCH_PUNCH_ERROR;
 }
 
 /*
@@ -625,6 +756,7 @@ static int bch_punch(struct bch_target *bt, struct bio *bio, u32 inode,
 	if (inode == BCH_INODE_NONE)
 		return BCH_PUNCH_NONE;
 	down_read(&set->btree_lock);
+	/* A leaf that is not resident may hold something: look closer. */
 	cached = bch_btree_lookup(&set->btree, inode, sector, sector + sectors,
 				  &k) || k.size < sectors;
 	up_read(&set->btree_lock);
@@ -634,15 +766,21 @@ static int bch_punch(struct bch_target *bt, struct bio *bio, u32 inode,
 	down_write(&set->btree_lock);
 	/* Unless it cannot be: a failed device whose batches fail. */
 	if (bch_slot_dirty(bt) &&
-	    !(bch_cache_failed(set) && READ_ONCE(bt->wb.error)) &&
-	    bch_range_dirty(set, inode, sector, sector + sectors)) {
-		up_write(&set->btree_lock);
-		return BCH_PUNCH_DIRTY;
+	    !(bch_cache_failed(set) && READ_ONCE(bt->wb.error))) {
+		r = bch_range_dirty(set, inode, sector, sector + sectors);
+		if (r) {
+			up_write(&set->btree_lock);
+			if (r == 1)
+				return BCH_PUNCH_DIRTY;
+			return bch_punch_error(set, r);
+		}
 	}
 	r = bch_index_insert(set, &hole);
 	if (!r)
 		bch_journal_add(set, &hole, bio);
 	up_write(&set->btree_lock);
+	if (r == -EAGAIN || r == -EIO || r == -EUCLEAN)
+		return bch_punch_error(set, r);
 	if (r) {
 		/*
 		 * A node split found no memory or no bucket: the write waits
@@ -728,6 +866,14 @@ static int bch_write_origin(struct bch_target *bt, struct bio *bio,
 	/* Before the punch: once queued, the bio may complete at any time. */
 	io->origin = 1;
 	r = bch_punch(bt, bio, io->inode, sector, sectors);
+	if (r == BCH_PUNCH_DEFER || r == BCH_PUNCH_ERROR) {
+		io->origin = 0;
+		bch_track_write_end(origin, sector, sectors);
+		if (r == BCH_PUNCH_ERROR)
+			return DM_MAPIO_KILL;
+		bch_defer(bt, bio);
+		return DM_MAPIO_SUBMITTED;
+	}
 	if (r == BCH_PUNCH_DIRTY || r == BCH_PUNCH_RETRY) {
 		int error = READ_ONCE(bt->wb.error);
 		bool later = r == BCH_PUNCH_RETRY || io->held;
@@ -853,19 +999,87 @@ void bch_write_range(struct bio *bio, u64 *start, u64 *end)
 	*end = *start + (io->iter.bi_size >> SECTOR_SHIFT);
 }
 
+/* Send on, end or defer @bio as map() would have told dm to. */
+static void bch_mapped(struct bch_target *bt, struct bio *bio, int r)
+{
+	switch (r) {
+	case DM_MAPIO_REMAPPED:
+		submit_bio_noacct(bio);
+		break;
+	case DM_MAPIO_KILL:
+		bio_io_error(bio);
+		break;
+	case BCH_MAPIO_DEFER:
+		bch_defer(bt, bio);
+		break;
+	}
+}
+
 /* A write that waited for a writeback batch: it may punch now. */
 void bch_write_resume(struct bio *bio)
 {
 	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
 
-	if (bch_write_origin(io->bt, bio, io) == DM_MAPIO_REMAPPED)
-		submit_bio_noacct(bio);
+	bch_mapped(io->bt, bio, bch_write_origin(io->bt, bio, io));
+}
+
+/*
+ * Bios whose lookup needs an index node that is not in memory: mapped
+ * again here, where the node may be read. A worker's own attempt that
+ * fails for want of memory comes back after a pause.
+ */
+static void bch_defer_work(struct work_struct *work)
+{
+	struct bch_target *bt = container_of(to_delayed_work(work),
+					     struct bch_target, defer_work);
+	struct bio_list bios;
+	struct bio *bio;
+
+	spin_lock_irq(&bt->defer_lock);
+	bios = bt->deferred;
+	bio_list_init(&bt->deferred);
+	spin_unlock_irq(&bt->defer_lock);
+
+	while ((bio = bio_list_pop(&bios))) {
+		struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
+		int r;
+
+		io->deferred = 1;
+		if (bio_op(bio) == REQ_OP_READ) {
+			r = bch_map_read(bt, bio, io);
+		} else {
+			r = bch_write_origin(bt, bio, io);
+		}
+		bch_mapped(bt, bio, r);
+	}
+}
+
+/* Map @bio again from bch_defer_work(): at once from map(), else later. */
+void bch_defer(struct bch_target *bt, struct bio *bio)
+{
+	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
+	unsigned long flags;
+
+	spin_lock_irqsave(&bt->defer_lock, flags);
+	bio_list_add(&bt->deferred, bio);
+	spin_unlock_irqrestore(&bt->defer_lock, flags);
+	atomic64_inc(&bt->stats.deferred);
+	mod_delayed_work(bt->set->wq, &bt->defer_work,
+			 io->deferred ? HZ / 50 : 0);
+}
+
+void bch_defer_init(struct bch_target *bt)
+{
+	spin_lock_init(&bt->defer_lock);
+	bio_list_init(&bt->deferred);
+	INIT_DELAYED_WORK(&bt->defer_work, bch_defer_work);
 }
 
 int bch_map(struct dm_target *ti, struct bio *bio)
 {
 	struct bch_target *bt = ti->private;
 	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
+	int r;
 
 	io->bt = bt;
 	io->kind = BCH_IO_ORIGIN;
@@ -890,9 +1104,15 @@ int bch_map(struct dm_target *ti, struct bio *bio)
 	}
 	bio->bi_iter.bi_sector = dm_target_offset(ti, bio->bi_iter.bi_sector);
 
+	io->deferred = 0;
 	switch (bio_op(bio)) {
 	case REQ_OP_READ:
-		return bch_map_read(bt, bio, io);
+		r = bch_map_read(bt, bio, io);
+		if (r == BCH_MAPIO_DEFER) {
+			bch_defer(bt, bio);
+			return DM_MAPIO_SUBMITTED;
+		}
+		return r;
 	case REQ_OP_WRITE:
 	case REQ_OP_DISCARD:
 	case REQ_OP_SECURE_ERASE:

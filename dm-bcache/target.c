@@ -127,6 +127,8 @@ static void bch_dtr(struct dm_target *ti)
 		bch_writeback_stop(bt);
 		bch_writeback_exit(bt);
 		bch_wait_fills(bt);
+		/* Idle: deferred bios are in flight, and dm waited for them. */
+		cancel_delayed_work_sync(&bt->defer_work);
 		bch_slot_detach(bt->set, bt,
 				!dm_suspended(ti) && !bch_slot_dirty(bt));
 		bch_set_put(bt->set);
@@ -167,6 +169,7 @@ static int bch_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	bch_seq_init(&bt->seq, BCH_SEQ_CUTOFF_DEFAULT);
 	bt->rewrite = true;
 	bch_writeback_init(bt);
+	bch_defer_init(bt);
 	r = bioset_init(&bt->bs, BIO_POOL_SIZE, bch_clone_front_pad(), 0);
 	if (r) {
 		ti->error = "cannot allocate bio set";
@@ -311,6 +314,9 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 		       atomic64_read(&set->checkpoints));
 		DMEMIT(" %lld %lld", atomic64_read(&bt->wb.written),
 		       atomic64_read(&st->rewritten));
+		DMEMIT(" %lld %llu %llu", atomic64_read(&st->deferred),
+		       READ_ONCE(set->btree.reads),
+		       READ_ONCE(set->btree.evictions));
 		DMEMIT(" 8 sequential_cutoff %llu",
 		       READ_ONCE(bt->seq.cutoff) << SECTOR_SHIFT);
 		DMEMIT(" cache_priority_initial %u cache_priority_hit %u",

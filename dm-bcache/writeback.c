@@ -180,12 +180,14 @@ struct bch_wb_batch {
 	u64			sectors;
 	unsigned int		walked;	/* keys looked at */
 	bool			found;	/* dirty data seen, taken or not */
+	bool			load;	/* stopped at a leaf not in memory */
+	u64			load_pos; /* a sector of that leaf */
 };
 
 static bool bch_wb_full(struct bch_wb_batch *b)
 {
 	return b->nr == BCH_WB_EXTENTS || b->sectors >= BCH_WB_BATCH_SECTORS ||
-	       b->walked >= BCH_WB_WALK_MAX;
+	       b->walked >= BCH_WB_WALK_MAX || b->load;
 }
 
 /*
@@ -211,9 +213,16 @@ static u64 bch_wb_collect_range(struct bch_target *bt, u32 inode,
 	u64 snap;
 
 	while (pos < end && !bch_wb_full(b)) {
+		int r = bch_btree_lookup(&set->btree, inode, pos, end, &k);
+
 		b->walked++;
-		if (bch_btree_lookup(&set->btree, inode, pos, end, &k) &&
-		    (k.flags & BCH_KEY_DIRTY)) {
+		if (r < 0) {
+			/* Read under the write lock, after this walk. */
+			b->load = true;
+			b->load_pos = k.end;
+			break;
+		}
+		if (r && (k.flags & BCH_KEY_DIRTY)) {
 			b->found = true;
 			k.size = min_t(u64, k.size,
 				       BCH_WB_BATCH_SECTORS - b->sectors);
@@ -289,6 +298,17 @@ static bool bch_wb_collect(struct bch_target *bt, struct bch_wb_batch *b,
 		}
 	}
 	up_read(&set->btree_lock);
+	if (b->load) {
+		int r;
+
+		down_write(&set->btree_lock);
+		r = bch_btree_load_range(&set->btree, inode, b->load_pos,
+					 b->load_pos + 1);
+		up_write(&set->btree_lock);
+		if (r)
+			DMERR_LIMIT("%s: writeback cannot read the index: %d",
+				    set->name, r);
+	}
 	return clean;
 }
 
@@ -307,8 +327,8 @@ static void bch_wb_mark_clean(struct bch_target *bt, struct bch_wb_extent *ext,
 
 		if (!e->size)
 			continue;	/* not written back */
-		if (!bch_btree_lookup(&set->btree, inode, e->start,
-				      e->start + e->size, &k) ||
+		if (bch_index_lookup(set, inode, e->start, e->start + e->size,
+				     &k) != 1 ||
 		    k.size != e->size || k.ptr != e->ptr || k.gen != e->gen ||
 		    !(k.flags & BCH_KEY_DIRTY))
 			continue;
@@ -446,7 +466,8 @@ static void bch_wb_work(struct work_struct *work)
 		   bch_slot_dirty(bt) > bch_wb_target_of(bt) ||
 		   READ_ONCE(set->nr_free) <
 		   (set->nbuckets - set->first_bucket) / 16) {
-		delay = b->nr || b->walked >= BCH_WB_WALK_MAX ? 0 : HZ / 100;
+		delay = b->nr || b->walked >= BCH_WB_WALK_MAX || b->load ?
+			0 : HZ / 100;
 	}
 	kfree(b);
 again:

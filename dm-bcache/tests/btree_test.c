@@ -115,6 +115,7 @@ struct config {
 	u32		maxlen;		/* longest extent */
 	long		ops;		/* 0: the default */
 	u32		bump;		/* gen bumps per 1000 ops */
+	long		leaves;		/* resident leaves: 0 no limit, -1 none */
 };
 
 /* Everything one test runs on; torn down after each test. */
@@ -133,6 +134,7 @@ static struct {
 	u64		nfree;
 	long		alloc_fail_in, alloc_faults;
 	long		write_fail_in, write_faults;
+	long		read_fail_in, read_faults;
 	u64		ios, writes, frees;
 	bool		io_ok, alloc_ok;
 	long		bad_calls;
@@ -227,6 +229,11 @@ static int op_io(struct bch_btree *b, bool write, u64 bucket, u32 offset, void *
 	}
 	p = bucket_data(bucket) + ((size_t)offset << BCH_SECTOR_SHIFT);
 	if (!write) {
+		/* as from a context that must not wait: nothing may change */
+		if (T.read_fail_in > 0 && !--T.read_fail_in) {
+			T.read_faults++;
+			return -EAGAIN;
+		}
 		memcpy(buf, p, bytes);
 		return 0;
 	}
@@ -302,6 +309,7 @@ static void setup(const char *test, const struct config *c)
 	T.b.bucket_sectors = c->bucket;
 	T.b.block_sectors = c->block;
 	T.b.max_sets = c->max_sets;
+	T.b.max_leaves = c->leaves < 0 ? 0 : c->leaves ? (u64)c->leaves : U64_MAX;
 }
 
 static void teardown(void)
@@ -364,10 +372,32 @@ static int do_insert(const struct bch_bkey *k)
 	int r;
 
 	T.alloc_ok = true;
+	T.io_ok = true;
 	r = bch_btree_insert(&T.b, k);
+	T.io_ok = false;
 	T.alloc_ok = false;
 	if (bch_btree_depth(&T.b) > T.max_depth)
 		T.max_depth = bch_btree_depth(&T.b);
+	return r;
+}
+
+/*
+ * A lookup; one that needs a leaf that is not resident must say which,
+ * and then the loading one must find it.
+ */
+static int lookup(u32 inode, u64 start, u64 end, struct bch_bkey *out)
+{
+	u64 reads = T.b.reads;
+	int r;
+
+	r = bch_btree_lookup(&T.b, inode, start, end, out);
+	if (r != -EAGAIN)
+		return r;
+	CHECK(out->inode == inode && out->end >= start && out->end < end);
+	T.io_ok = true;
+	r = bch_btree_lookup_load(&T.b, inode, start, end, out);
+	T.io_ok = false;
+	CHECK(T.b.reads > reads);
 	return r;
 }
 
@@ -380,7 +410,7 @@ static int compare_range(unsigned int i, u64 a, u64 e)
 
 	e = min(e, T.cfg->space);
 	while (pos < e) {
-		r = bch_btree_lookup(&T.b, inodes[i], base + pos, base + e, &out);
+		r = lookup(inodes[i], base + pos, base + e, &out);
 		CHECK(r == 0 || r == 1);
 		CHECK(out.size >= 1 && out.size <= e - pos);
 		CHECK(out.inode == inodes[i] && out.end == base + pos + out.size);
@@ -412,12 +442,12 @@ static int compare_all(void)
 		if (!compare_range(i, 0, T.cfg->space))
 			return 0;
 	/* around the modelled ranges and in other inodes: nothing */
-	CHECK(bch_btree_lookup(&T.b, inodes[1], T.base[1] - 100, T.base[1], &out) == 0);
+	CHECK(lookup(inodes[1], T.base[1] - 100, T.base[1], &out) == 0);
 	CHECK(out.size == 100);
-	CHECK(bch_btree_lookup(&T.b, inodes[0], T.cfg->space, T.cfg->space + 5000, &out) == 0);
+	CHECK(lookup(inodes[0], T.cfg->space, T.cfg->space + 5000, &out) == 0);
 	CHECK(out.size == 5000);
-	CHECK(bch_btree_lookup(&T.b, 3, 0, U64_MAX, &out) == 0 && out.size == U32_MAX);
-	CHECK(bch_btree_lookup(&T.b, U32_MAX - 1, U64_MAX - 10, U64_MAX, &out) == 0);
+	CHECK(lookup(3, 0, U64_MAX, &out) == 0 && out.size == U32_MAX);
+	CHECK(lookup(U32_MAX - 1, U64_MAX - 10, U64_MAX, &out) == 0);
 	CHECK(out.size == 10);
 	return 1;
 }
@@ -476,7 +506,9 @@ static int gc_check(void)
 	g.seen_bucket = calloc(T.cfg->nbuckets, 1);
 	for (i = 0; i < NINODES; i++)
 		g.covered[i] = calloc(T.cfg->space, 1);
+	T.io_ok = true;
 	r = bch_btree_gc(&T.b, gc_fn, &g);
+	T.io_ok = false;
 	for (j = 0; j < T.cfg->nbuckets; j++)
 		used += T.used[j];
 	for (i = 0; i < NINODES; i++)
@@ -488,8 +520,19 @@ static int gc_check(void)
 	CHECK(r == 0);
 	CHECK(g.bad == 0);
 	CHECK(g.nodes == used);		/* no bucket leaked, none lost */
-	CHECK(g.nodes == bch_btree_nodes(&T.b));
+	CHECK(bch_btree_nodes(&T.b) <= g.nodes);
 	CHECK(g.sectors == live);
+	return 1;
+}
+
+/* After a flush every leaf is clean: at most the budget (and the root) stay. */
+static int budget_check(void)
+{
+	u64 max = T.b.max_leaves;
+
+	if (max != U64_MAX)
+		CHECK(T.b.leaves <= max + 1);
+	CHECK(T.b.leaves <= bch_btree_nodes(&T.b));
 	return 1;
 }
 
@@ -514,7 +557,7 @@ static int flush_check(bool faults)
 	writes = T.writes;
 	CHECK(do_flush() == 0);
 	CHECK(T.writes == writes);
-	return 1;
+	return budget_check();
 }
 
 static int reload(bool faults)
@@ -599,19 +642,29 @@ static int random_insert(void)
 	int r;
 
 	random_key(&k, i, T.cfg->space);
+	long rf = T.read_faults;
+
 	if (rnd(8) == 0) {
-		if (rnd(2))
+		switch (rnd(3)) {
+		case 0:
 			mem_fail_in = 1 + rnd(3);
-		else
+			break;
+		case 1:
 			T.alloc_fail_in = 1 + rnd(3);
+			break;
+		default:
+			T.read_fail_in = 1 + rnd(2);
+		}
 	}
 	r = do_insert(&k);
 	mem_fail_in = 0;
 	T.alloc_fail_in = 0;
+	T.read_fail_in = 0;
 	s = bch_key_start(&k) - T.base[i];
 	if (r) {
 		/* only an injected fault may fail it, and then nothing changed */
-		CHECK(mem_faults != mf || T.alloc_faults != af);
+		CHECK(mem_faults != mf || T.alloc_faults != af || T.read_faults != rf);
+		CHECK(T.read_faults == rf || r == -EAGAIN);
 		T.failed_inserts++;
 		return compare_range(i, s > 300 ? s - 300 : 0, s + k.size + 300);
 	}
@@ -699,9 +752,11 @@ static int run_random(const struct config *c, u64 seed, long ops)
 	printf("  %-14s %5ld ops: depth %u (max %u), %llu nodes, %llu splits, %llu compactions,",
 	       c->name, ops, bch_btree_depth(&T.b), T.max_depth, bch_btree_nodes(&T.b),
 	       T.splits + T.b.splits, T.compactions + T.b.compactions);
-	printf(" %llu cows, %llu set writes; faults %ld/%ld/%ld mem/alloc/io, %ld failed inserts\n",
+	printf(" %llu cows, %llu set writes; faults %ld/%ld/%ld/%ld mem/alloc/io/read, %ld failed inserts;",
 	       T.cows + T.b.cows, T.set_writes + T.b.set_writes, mem_faults, T.alloc_faults,
-	       T.write_faults, T.failed_inserts);
+	       T.write_faults, T.read_faults, T.failed_inserts);
+	printf(" %llu resident, %llu reads, %llu evictions\n", bch_btree_nodes(&T.b),
+	       T.b.reads, T.b.evictions);
 	return 1;
 }
 
@@ -746,6 +801,25 @@ static void model_restore(const struct msec *m)
 		memcpy(T.model[i], m + i * T.cfg->space, T.cfg->space * sizeof(*m));
 }
 
+static void walk_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_node, void *arg)
+{
+	(void)b;
+	(void)k;
+	(void)is_node;
+	(void)arg;
+}
+
+/* Read every node (a GC pass that reports nothing). */
+static int walk(void)
+{
+	int r;
+
+	T.io_ok = true;
+	r = bch_btree_gc(&T.b, walk_fn, NULL);
+	T.io_ok = false;
+	return r;
+}
+
 /* Reload from @root after damaging the disk; expect the model @m or failure. */
 static int load_expect(const struct bch_bkey *root, unsigned int level, const struct msec *m)
 {
@@ -754,8 +828,11 @@ static int load_expect(const struct bch_bkey *root, unsigned int level, const st
 	bch_btree_free(&T.b);
 	CHECK(mem_live == 0);
 	r = do_load(root, level);
+	if (!r && !m)
+		r = walk();		/* nodes are read when first needed */
 	if (!m) {
 		CHECK(r < 0);
+		bch_btree_free(&T.b);
 		CHECK(mem_live == 0);	/* nothing leaked */
 		bch_btree_free(&T.b);	/* and freeing again is harmless */
 		return 1;
@@ -765,7 +842,7 @@ static int load_expect(const struct bch_bkey *root, unsigned int level, const st
 	return compare_all();
 }
 
-static const struct config torn_cfg = { "1024/8", 1024, 8, 4, 16, 4096, 256, 0, 0 };
+static const struct config torn_cfg = { "1024/8", 1024, 8, 4, 16, 4096, 256, 0, 0, 0 };
 
 /*
  * A root leaf with three appended sets, each overriding parts of the
@@ -829,7 +906,7 @@ static int test_torn_set(void)
 	return 1;
 }
 
-static const struct config corrupt_cfg = { "2/1", 2, 1, 4, 4096, 4096, 64, 0, 0 };
+static const struct config corrupt_cfg = { "2/1", 2, 1, 4, 4096, 4096, 64, 0, 0, 0 };
 
 struct node_list {
 	u64	buckets[4096];
@@ -864,7 +941,9 @@ static int test_corrupt_node(void)
 	}
 	CHECK(flush_check(false));
 	CHECK(bch_btree_depth(&T.b) >= 3);
+	T.io_ok = true;
 	CHECK(bch_btree_gc(&T.b, list_fn, l) == 0);
+	T.io_ok = false;
 	CHECK(flush_check(false));
 	bch_btree_root(&T.b, &root, &level);
 	rootb = root.ptr / T.cfg->bucket;
@@ -956,7 +1035,7 @@ static int test_basics(void)
 	return 1;
 }
 
-static const struct config sets_cfg = { "1024/8 sets=8,2", 1024, 8, 8, 16, 4096, 256, 0, 0 };
+static const struct config sets_cfg = { "1024/8 sets=8,2", 1024, 8, 8, 16, 4096, 256, 0, 0, 0 };
 
 /* A node written with more sets than the loading tree allows. */
 static int test_sets_change(void)
@@ -998,14 +1077,19 @@ static int test_sets_change(void)
 
 static const struct config configs[] = {
 	/* name		bucket block sets nbuckets space maxlen ops bump */
-	{ "1/1 sets=4",	  1,    1, 4, 1 << 15, 4096,  256, 0,     5 },
-	{ "2/1 sets=2",	  2,    1, 2, 1 << 14, 8192,  256, 0,     5 },
-	{ "16/1 sets=4",  16,   1, 4, 1 << 12, 8192,  256, 0,     5 },
-	{ "16/1 deep",	  16,   1, 4, 1 << 12, 65536, 8,   60000, 1 },
-	{ "1/1 deep",	  1,    1, 4, 1 << 17, 65536, 8,   40000, 1 },
-	{ "16/2 sets=1",  16,   2, 1, 1 << 12, 8192,  256, 0,     5 },
-	{ "8/4 sets=8",	  8,    4, 8, 1 << 12, 8192,  256, 0,     5 },
-	{ "1024/8 sets=4", 1024, 8, 4, 96,     65536, 16,  60000, 1 },
+	{ "1/1 sets=4",	  1,    1, 4, 1 << 15, 4096,  256, 0,     5, 0 },
+	{ "2/1 sets=2",	  2,    1, 2, 1 << 14, 8192,  256, 0,     5, 0 },
+	{ "16/1 sets=4",  16,   1, 4, 1 << 12, 8192,  256, 0,     5, 0 },
+	{ "16/1 deep",	  16,   1, 4, 1 << 12, 65536, 8,   60000, 1, 0 },
+	{ "1/1 deep",	  1,    1, 4, 1 << 17, 65536, 8,   40000, 1, 0 },
+	{ "16/2 sets=1",  16,   2, 1, 1 << 12, 8192,  256, 0,     5, 0 },
+	{ "8/4 sets=8",	  8,    4, 8, 1 << 12, 8192,  256, 0,     5, 0 },
+	{ "1024/8 sets=4", 1024, 8, 4, 96,     65536, 16,  60000, 1, 0 },
+	/* name		bucket block sets nbuckets space maxlen ops bump leaves */
+	{ "16/1 deep b=0", 16,  1, 4, 1 << 12, 65536, 8,   30000, 1, -1 },
+	{ "1/1 deep b=8",  1,   1, 4, 1 << 17, 65536, 8,   20000, 1, 8 },
+	{ "16/1 sets=4 b=2", 16, 1, 4, 1 << 12, 8192, 256, 0,     5, 2 },
+	{ "8/4 sets=8 b=0", 8,  4, 8, 1 << 12, 8192,  256, 0,     5, -1 },
 };
 
 static int run_test(unsigned int i, u64 seed, long ops)

@@ -13,8 +13,11 @@
 #   dmb_replayed N               the kernel replayed N entries (0: nothing)
 #   dmb_overlap LIMIT ARGS       dmb-overlap ARGS on target c, stuck IO after LIMIT s a failure
 
+# DMB_NODE_CACHE_MB (tests/run's, through the kernel command line) sets
+# the index's memory budget: 0 reads every leaf back from disk.
 dmb_load() {
-	check "modprobe dm-bcache" modprobe dm-bcache
+	check "modprobe dm-bcache" modprobe dm-bcache \
+		${DMB_NODE_CACHE_MB:+node_cache_mb=$DMB_NODE_CACHE_MB}
 }
 
 dmb_table() {
@@ -42,7 +45,7 @@ DMB_FIELDS="version block_size bucket_size buckets read_hits read_misses
 write_hits write_misses bypassed dirty mode slot origin_uuid state
 btree_depth btree_nodes gc_runs hit_ratio filled_sectors retries
 cache_errors invalidations journal_seq journal_used checkpoints
-written_back rewritten"
+written_back rewritten deferred nodes_read nodes_evicted"
 
 dmb_stat() {
 	local i=4 f
