@@ -374,34 +374,43 @@ fi
 # The scale case (bench/guest/scale.sh): a row per cache size, and each
 # cost's growth per GiB cached, extrapolated to 2 TiB.
 awk '
+$1 == "SC" && $3 == 0 { g[$4] = $5; next }
 $1 == "SC" { v[$3, $4] = $5; if (!($3 in seen)) { seen[$3] = 1; sz[++n] = $3 } }
 $1 == "SL" { l[$3, $4] = $6 " / " $7; lc[$3, $4] = $8 }
 function mem(s) { return (v[s, "mem_slab_kib"] + v[s, "mem_vmalloc_kib"]) / 1024 }
+function memcp(s) { return (v[s, "mem_cp_slab_kib"] + v[s, "mem_cp_vmalloc_kib"]) / 1024 }
 function gib(s) { return v[s, "filled_kib"] / 1048576 }
 function slope(k,    a, b, d) {	# per GiB cached, from the smallest to the largest size
 	a = sz[1]; b = sz[n]; d = gib(b) - gib(a)
 	if (n < 2 || d <= 0) return ""
-	return (k == "mem" ? mem(b) - mem(a) : v[b, k] - v[a, k]) / d
+	if (k == "mem")
+		return (mem(b) - mem(a)) / d
+	if (k == "memcp")
+		return (memcp(b) - memcp(a)) / d
+	return (v[b, k] - v[a, k]) / d
 }
 END {
 	if (!n) exit
 	print "\n## Scale: the index at several cache sizes (case `scale`)\n"
 	print "dm-bcache alone, on caches of each size (make-bcache defaults: 512 KiB buckets), each filled by 4k random read misses over 80% of it (one 4 KiB extent per key). Memory: slab + vmalloc growth over the fill, page cache dropped. open: the constructor on the filled cache (today it loads the whole index), and on the fresh one. gc: the `gc` message (a GC pass, then a checkpoint); checkpoint: the `checkpoint` message (a pass only if one is due); IO waits for either. Latency: the reads of a 4k 90/10 read/write QD1 run over the filled set, p99.9 / max in us: alone, and beside those messages sent back to back (how many ran, in brackets).\n"
-	print "| cache GiB | cached MiB | nodes | slab+vmalloc MiB | MiB per GiB cached | open s (empty) | gc s | checkpoint s | read p99.9 / max us, alone | during gc | during checkpoint |"
-	print "|---|---|---|---|---|---|---|---|---|---|---|"
+	if ("node_cache_mb" in g)
+		printf "node_cache_mb: %s (-1: an eighth of RAM). After the checkpoints: the memory once every leaf is clean, and the nodes resident / read from disk so far.\n\n", g["node_cache_mb"]
+	print "| cache GiB | cached MiB | nodes in memory | slab+vmalloc MiB | MiB per GiB cached | after checkpoints MiB | nodes resident / read | open s (empty) | gc s | checkpoint s | read p99.9 / max us, alone | during gc | during checkpoint |"
+	print "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 	for (i = 1; i <= n; i++) {
 		s = sz[i]
-		printf "| %s | %.0f | %s | %.1f | %s | %s (%s) | %s | %s | %s | %s (%s) | %s (%s) |\n",
+		printf "| %s | %.0f | %s | %.1f | %s | %.1f | %s / %s | %s (%s) | %s | %s | %s | %s (%s) | %s (%s) |\n",
 			s, v[s, "filled_kib"] / 1024, v[s, "btree_nodes"], mem(s),
-			(gib(s) > 0 ? sprintf("%.2f", mem(s) / gib(s)) : "-"),
+			(gib(s) > 0 ? sprintf("%.2f", mem(s) / gib(s)) : "-"), memcp(s),
+			v[s, "nodes_resident"], v[s, "nodes_read"],
 			v[s, "open_s"], v[s, "open_empty_s"], v[s, "gc_s"], v[s, "checkpoint_s"],
 			l[s, "idle"], l[s, "gc"], lc[s, "gc"], l[s, "checkpoint"], lc[s, "checkpoint"]
 	}
 	if (n < 2) exit
 	printf "\nGrowth per GiB cached (from %s to %s GiB), and extrapolated to 2 TiB cached as 4 KiB extents: ", sz[1], sz[n]
-	split("mem open_s gc_s checkpoint_s", k, " ")
-	split("MiB of memory|s of open|s of gc stall|s of checkpoint stall", u, "|")
-	for (i = 1; i <= 4; i++) {
+	split("mem memcp open_s gc_s checkpoint_s", k, " ")
+	split("MiB of memory|MiB of memory after checkpoints|s of open|s of gc stall|s of checkpoint stall", u, "|")
+	for (i = 1; i <= 5; i++) {
 		d = slope(k[i])
 		printf "%s%s", (i > 1 ? "; " : ""), (d == "" ? "-" : sprintf("%.3f %s per GiB, %.0f at 2 TiB", d, u[i], d * 2048))
 	}

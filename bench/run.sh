@@ -35,6 +35,8 @@
 #   BENCH_SCALE_GB=1,4    cache sizes of the scale case, GiB (the sparse
 #                         disk under $BUILD/bench takes up to the largest)
 #   BENCH_SCALE_LAT_RT=10 seconds of each latency run of the scale case
+#   BENCH_NODE_CACHE_MB=  dm-bcache's node_cache_mb in the scale case (the
+#                         index's memory budget; default: the module's)
 #   BENCH_SMP=2 BENCH_MEM=4G BENCH_TIMEOUT=2400   the guest
 #   V=1                   stream the whole console (default: progress lines)
 #
@@ -61,6 +63,7 @@ JOBS=${BENCH_JOBS:-}
 PROFILE=${BENCH_PROFILE:-0}
 SCALE_GB=${BENCH_SCALE_GB:-1,4}
 SCALE_LAT_RT=${BENCH_SCALE_LAT_RT:-10}
+NODE_CACHE_MB=${BENCH_NODE_CACHE_MB:-}
 ORIGIN_MB=1024
 
 die() { echo "bench/run.sh: error: $*" >&2; exit 2; }
@@ -72,6 +75,7 @@ done
 [[ $JOBS =~ ^[a-z0-9,-]*$ ]] || die "bad BENCH_JOBS=$JOBS"
 [[ $PROFILE =~ ^[01]$ ]] || die "BENCH_PROFILE must be 0 or 1"
 [[ $SCALE_GB =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "bad BENCH_SCALE_GB=$SCALE_GB"
+[[ $NODE_CACHE_MB =~ ^(-1|[0-9]*)$ ]] || die "bad BENCH_NODE_CACHE_MB=$NODE_CACHE_MB"
 # the scale case's disk holds its largest cache; the origin 80% of that
 SCALE_MAX=$(tr ',' '\n' <<<"$SCALE_GB" | sort -n | tail -n 1)
 [[ ,$CASES, == *,scale,* ]] || SCALE_MAX=1
@@ -183,6 +187,7 @@ append+=" bench.cases=$CASES bench.delay=$DELAY bench.reps=$REPS bench.rt=$RT"
 append+=" bench.zrt=$ZRT bench.cache_mb=$CACHE_MB bench.contenders=$CONTENDERS"
 append+=" bench.profile=$PROFILE${JOBS:+ bench.jobs=$JOBS}"
 append+=" bench.scale_gb=$SCALE_GB bench.scale_lat_rt=$SCALE_LAT_RT"
+append+="${NODE_CACHE_MB:+ bench.node_cache_mb=$NODE_CACHE_MB}"
 QEMU+=(-append "$append")
 printf '%q ' "${QEMU[@]}" >"$OUT/qemu.cmd"
 echo >>"$OUT/qemu.cmd"

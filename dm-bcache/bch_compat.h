@@ -117,8 +117,8 @@ void *bch_kvzalloc(size_t size);
 void bch_kvfree(void *p);
 u64 get_random_u64(void);
 
-#define READ_ONCE(x)		(*(volatile typeof(x) *)&(x))
-#define WRITE_ONCE(x, v)	(*(volatile typeof(x) *)&(x) = (v))
+#define READ_ONCE(x)		__atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define WRITE_ONCE(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))

@@ -30,6 +30,9 @@ module_param(node_cache_mb, int, 0644);
 MODULE_PARM_DESC(node_cache_mb,
 		 "MiB of index nodes kept per cache device (-1: RAM/8, 0: only those in use)");
 
+/* Changed leaves past the budget before a checkpoint is asked for. */
+#define BCH_DIRTY_LEAVES_SLACK	64
+
 /* The budget in leaves, if the parameter changed; btree lock held for write. */
 static void bch_index_budget(struct bch_cache_set *set)
 {
@@ -123,7 +126,7 @@ static void bch_index_drop(struct bch_cache_set *set)
 }
 
 /* Clean leaves, evicted when memory is short. */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
+#if KERNEL_VERSION(6, 7, 0) <= LINUX_VERSION_CODE
 static struct bch_cache_set *bch_shrinker_set(struct shrinker *s)
 {
 	return s->private_data;
@@ -168,7 +171,7 @@ static int bch_index_shrinker_start(struct bch_cache_set *set)
 {
 	struct shrinker *s;
 
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
+#if KERNEL_VERSION(6, 7, 0) <= LINUX_VERSION_CODE
 	s = shrinker_alloc(0, "dm-bcache:%s", set->name);
 	if (!s)
 		return -ENOMEM;
@@ -201,7 +204,7 @@ static void bch_index_shrinker_stop(struct bch_cache_set *set)
 {
 	if (!set->shrinker)
 		return;
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
+#if KERNEL_VERSION(6, 7, 0) <= LINUX_VERSION_CODE
 	shrinker_free(set->shrinker);
 #else
 	unregister_shrinker(set->shrinker);
@@ -312,10 +315,17 @@ int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost)
  */
 int bch_index_insert(struct bch_cache_set *set, const struct bch_bkey *k)
 {
+	struct bch_btree *b = &set->btree;
+	int r;
+
 	if (bch_fault(BCH_FAULT_INSERT))
 		return -ENOMEM;
 	bch_index_budget(set);
-	return bch_btree_insert(&set->btree, k);
+	r = bch_btree_insert(b, k);
+	/* Changed leaves stay until a checkpoint writes them: bound them. */
+	if (b->leaves - b->nclean > b->max_leaves + BCH_DIRTY_LEAVES_SLACK)
+		queue_work(set->wq, &set->gc_work);
+	return r;
 }
 
 /*

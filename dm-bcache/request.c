@@ -1045,11 +1045,10 @@ static void bch_defer_work(struct work_struct *work)
 		int r;
 
 		io->deferred = 1;
-		if (bio_op(bio) == REQ_OP_READ) {
+		if (bio_op(bio) == REQ_OP_READ)
 			r = bch_map_read(bt, bio, io);
-		} else {
+		else
 			r = bch_write_origin(bt, bio, io);
-		}
 		bch_mapped(bt, bio, r);
 	}
 }

@@ -4,7 +4,9 @@
 # a cache of that size (the first GiB of the sparse virtio disk "scale",
 # 512 KiB buckets) is filled by 4k random read misses over 80% of it,
 # then measured:
-#   memory     slab + vmalloc over the fill (memsnap), per GiB cached
+#   memory     slab + vmalloc over the fill (memsnap), per GiB cached;
+#              again after the gc and checkpoint messages (every leaf
+#              clean: the node cache holds at most its budget)
 #   open       dm-bcache's constructor on the filled cache (it loads the
 #              index) against the one on the fresh cache
 #   gc, cp     the "gc" (GC pass + checkpoint) and "checkpoint" messages
@@ -18,6 +20,7 @@
 
 SCALE_GB=$(bparam scale_gb 1,4 | tr ',' ' ')
 SCALE_LAT_RT=$(bparam scale_lat_rt 10)
+SCALE_NODE_CACHE_MB=$(bparam node_cache_mb "")
 
 # Median of the first field of stdin's lines.
 median1() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
@@ -97,6 +100,13 @@ scale_one() {
 		done >"$B/tmp/t.$f"
 		out "SC $c $s ${f}_s $(median1 <"$B/tmp/t.$f")"
 	done
+	m1=$(memsnap)
+	echo "$m0|$m1" | awk -F'|' -v c="$c" -v s="$s" '{
+		split($1, a, " "); split($2, b, " ")
+		printf "SC %s %s mem_cp_slab_kib %d\nSC %s %s mem_cp_vmalloc_kib %d\n",
+			c, s, b[2] - a[2], c, s, b[4] - a[4] }' >>"$B/results.txt"
+	out "SC $c $s nodes_resident $(dmb_stat dmb btree_nodes)"
+	out "SC $c $s nodes_read $(dmb_stat dmb nodes_read)"
 	for f in idle gc checkpoint; do
 		scale_lat "$c" "$s" $f "$mb"
 	done
@@ -118,6 +128,11 @@ scale_one() {
 scale_job() {
 	local c=$1 s
 	[ -n "$SCALE_DISK" ] || { err "$c dm-bcache scale: no scale disk"; return 1; }
+	if [ -n "$SCALE_NODE_CACHE_MB" ]; then
+		echo "$SCALE_NODE_CACHE_MB" >/sys/module/dm_bcache/parameters/node_cache_mb ||
+			err "$c dm-bcache scale: node_cache_mb"
+	fi
+	out "SC $c 0 node_cache_mb $(cat /sys/module/dm_bcache/parameters/node_cache_mb)"
 	for s in $SCALE_GB; do
 		scale_one "$c" "$s"
 		save
