@@ -160,6 +160,12 @@ static inline void list_move_tail(struct list_head *n, struct list_head *h)
 	list_add_tail(n, h);
 }
 
+static inline void list_move(struct list_head *n, struct list_head *h)
+{
+	list_del_init(n);
+	list_add_tail(n, h->next);
+}
+
 #define list_first_entry(h, type, member) container_of((h)->next, type, member)
 
 #endif /* __KERNEL__ */

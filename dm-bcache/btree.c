@@ -199,6 +199,7 @@ u64 bch_btree_evict(struct bch_btree *b, u64 max_leaves)
 			chances--;
 			WRITE_ONCE(n->accessed, false);
 			list_move_tail(&n->lru, &b->clean);
+			cond_resched();
 			continue;
 		}
 		hash_del(b, n);
@@ -389,8 +390,8 @@ static int node_get(struct bch_btree *b, struct bch_node *p, const struct bch_bk
 	struct bch_bkey lo;
 
 	if (c) {
-		/* a bucket at two levels: corrupt, maybe a loop */
-		if (c->level + 1 != p->level)
+		/* a bucket at two levels or under two keys: corrupt */
+		if (c->level + 1 != p->level || bch_bkey_cmp(&c->key, k))
 			return -EUCLEAN;
 		*out = c;
 		return 0;
@@ -587,6 +588,8 @@ static int node_split(struct bch_btree *b, struct bch_node *n)
 	r->sets[0].nkeys = nr - mid;
 	r->key.inode = n->key.inode;
 	r->key.end = n->key.end;
+	l->lo = n->lo;
+	r->lo = l->key;
 
 	hash_del(b, n);
 	hash_add(b, l);
@@ -756,6 +759,7 @@ int bch_btree_lookup_load(struct bch_btree *b, u32 inode, u64 start, u64 end,
 	int ret;
 
 	/* Ends: nothing is evicted in between, so each round reads a leaf. */
+	btree_evict(b);
 	for (;;) {
 		ret = bch_btree_lookup(b, inode, start, end, out);
 		if (ret != -EAGAIN)
@@ -789,10 +793,15 @@ static int node_gc(struct bch_btree *b, struct bch_node *n,
 		return 0;
 	}
 	for (k = node_next(n, NULL); k; k = node_next(n, &pos)) {
+		u64 reads = b->reads;
+
 		pos = *k;
 		ret = node_get(b, n, &pos, &c);
 		if (ret)
 			return ret;
+		/* Read for the pass alone: first to go, not the working set. */
+		if (b->reads != reads && !list_empty(&c->lru))
+			list_move(&c->lru, &b->clean);
 		ret = node_gc(b, c, fn, arg);
 		if (ret)
 			return ret;

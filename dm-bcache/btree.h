@@ -154,7 +154,10 @@ int bch_btree_lookup(struct bch_btree *b, u32 inode, u64 start, u64 end,
 		     struct bch_bkey *out);
 /* Exclusive access: read every leaf that holds a sector of [start, end). */
 int bch_btree_load_range(struct bch_btree *b, u32 inode, u64 start, u64 end);
-/* Exclusive access: bch_btree_lookup(), reading what it needs. */
+/*
+ * Exclusive access: bch_btree_lookup(), reading what it needs (after
+ * evicting down to the budget).
+ */
 int bch_btree_lookup_load(struct bch_btree *b, u32 inode, u64 start, u64 end,
 			  struct bch_bkey *out);
 /*

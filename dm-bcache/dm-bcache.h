@@ -209,6 +209,8 @@ struct bch_wb_range {
 #define BCH_WB_EXTENTS		64		/* per batch */
 #define BCH_WB_BATCH_SECTORS	BIT(13)		/* 4 MiB per batch */
 
+#define BCH_WB_LOADS	8
+
 struct bch_writeback {
 	struct delayed_work	work;
 	spinlock_t		lock;		/* ranges, waiters */
@@ -226,6 +228,9 @@ struct bch_writeback {
 	wait_queue_head_t	wait;
 	atomic64_t		written;	/* sectors written back */
 	int			error;		/* of the last batch */
+	/* Index leaves the last walk missed: read before the next walk. */
+	u64			load_pos[BCH_WB_LOADS];
+	unsigned int		nr_loads;
 };
 
 struct bch_target {
@@ -316,6 +321,7 @@ int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost);
 int bch_index_insert(struct bch_cache_set *set, const struct bch_bkey *k);
 int bch_index_lookup(struct bch_cache_set *set, u32 inode, u64 start, u64 end,
 		     struct bch_bkey *out);
+void bch_index_trim(struct bch_cache_set *set);
 int bch_checkpoint(struct bch_cache_set *set, bool gc);
 bool bch_checkpoint_retry(int r);
 int bch_checkpoint_sync(struct bch_cache_set *set, bool gc);

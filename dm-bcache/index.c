@@ -125,6 +125,17 @@ static void bch_index_drop(struct bch_cache_set *set)
 	}
 }
 
+/*
+ * Evict down to the budget before reading leaves that must then stay for
+ * the lookups under the read lock that follow (btree lock held for write).
+ */
+void bch_index_trim(struct bch_cache_set *set)
+{
+	lockdep_assert_held_write(&set->btree_lock);
+	bch_index_budget(set);
+	bch_btree_evict(&set->btree, set->btree.max_leaves);
+}
+
 /* Clean leaves, evicted when memory is short. */
 #if KERNEL_VERSION(6, 7, 0) <= LINUX_VERSION_CODE
 static struct bch_cache_set *bch_shrinker_set(struct shrinker *s)

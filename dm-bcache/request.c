@@ -424,18 +424,20 @@ static struct bio *bch_piece_alloc_origin(struct bch_target *bt, struct bio *bio
 
 /*
  * A deferred read that is not one extent: no dm_accept_partial_bio() out
- * of map(), so every extent of it is a piece, hits from the cache and the
- * rest from the origin, without a fill. Called under the btree read lock
- * with every leaf of the range resident; releases it. If a piece is dirty
- * the read fails on any error, as a dirty hit does.
+ * of map(), so every extent of it is a piece, without a fill. Dirty data
+ * is read from the cache (the only copy), everything else from the
+ * origin, which has what clean keys hold: then the read fails only if
+ * the dirty data cannot be read, as a dirty hit does, and not because a
+ * clean piece's bucket was reused meanwhile. Called under the btree read
+ * lock with every leaf of the range resident; releases it.
  */
 static int bch_read_mixed(struct bch_target *bt, struct bio *bio,
 			  struct bch_io *io)
 {
 	struct bch_cache_set *set = bt->set;
 	u64 start = bio->bi_iter.bi_sector, end = bio_end_sector(bio);
-	bool dirty = false, hit = false;
 	struct bio_list clones;
+	bool dirty = false;
 	struct bio *clone;
 	struct bch_bkey k;
 	u64 pos;
@@ -446,9 +448,8 @@ static int bch_read_mixed(struct bch_target *bt, struct bio *bio,
 		r = bch_btree_lookup(&set->btree, io->inode, pos, end, &k);
 		if (r < 0)
 			break;
-		if (r) {
-			dirty |= !!(k.flags & BCH_KEY_DIRTY);
-			hit = true;
+		if (r && (k.flags & BCH_KEY_DIRTY)) {
+			dirty = true;
 			clone = bch_piece_alloc(bt, bio, pos - start, &k);
 		} else {
 			clone = bch_piece_alloc_origin(bt, bio, pos - start, k.size);
@@ -470,7 +471,7 @@ static int bch_read_mixed(struct bch_target *bt, struct bio *bio,
 	io->dirty = dirty;
 	io->rewrite = 0;
 	atomic_set(&io->pieces, bio_list_size(&clones));
-	atomic64_inc(hit ? &bt->stats.read_hits : &bt->stats.read_misses);
+	atomic64_inc(dirty ? &bt->stats.read_hits : &bt->stats.read_misses);
 	while ((clone = bio_list_pop(&clones))) {
 		if (container_of(clone, struct bch_piece, bio)->ptr != BCH_PIECE_ORIGIN)
 			bch_bucket_hit(set, clone->bi_iter.bi_sector,
@@ -600,6 +601,7 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	if (io->deferred) {
 		/* Read what the lookups need; nothing is evicted under read. */
 		down_write(&set->btree_lock);
+		bch_index_trim(set);
 		hit = bch_btree_load_range(&set->btree, io->inode, sector,
 					   sector + sectors);
 		downgrade_write(&set->btree_lock);
@@ -869,7 +871,11 @@ static int bch_write_origin(struct bch_target *bt, struct bio *bio,
 	if (r == BCH_PUNCH_DEFER || r == BCH_PUNCH_ERROR) {
 		io->origin = 0;
 		bch_track_write_end(origin, sector, sectors);
-		if (r == BCH_PUNCH_ERROR)
+		/*
+		 * Failed by the worker, whose bio_io_error() runs end_io:
+		 * map() may have sent a cached copy, begun the fingerprint.
+		 */
+		if (r == BCH_PUNCH_ERROR && io->deferred)
 			return DM_MAPIO_KILL;
 		bch_defer(bt, bio);
 		return DM_MAPIO_SUBMITTED;

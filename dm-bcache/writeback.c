@@ -180,14 +180,21 @@ struct bch_wb_batch {
 	u64			sectors;
 	unsigned int		walked;	/* keys looked at */
 	bool			found;	/* dirty data seen, taken or not */
-	bool			load;	/* stopped at a leaf not in memory */
-	u64			load_pos; /* a sector of that leaf */
+	bool			load;	/* the walk stopped at a missing leaf */
+	int			load_error; /* reading the missed leaves failed */
 };
 
 static bool bch_wb_full(struct bch_wb_batch *b)
 {
 	return b->nr == BCH_WB_EXTENTS || b->sectors >= BCH_WB_BATCH_SECTORS ||
 	       b->walked >= BCH_WB_WALK_MAX || b->load;
+}
+
+/* A leaf this walk missed: the next one reads it first. */
+static void bch_wb_missed(struct bch_writeback *wb, u64 pos)
+{
+	if (wb->nr_loads < BCH_WB_LOADS)
+		wb->load_pos[wb->nr_loads++] = pos;
 }
 
 /*
@@ -217,9 +224,8 @@ static u64 bch_wb_collect_range(struct bch_target *bt, u32 inode,
 
 		b->walked++;
 		if (r < 0) {
-			/* Read under the write lock, after this walk. */
+			bch_wb_missed(wb, k.end);
 			b->load = true;
-			b->load_pos = k.end;
 			break;
 		}
 		if (r && (k.flags & BCH_KEY_DIRTY)) {
@@ -281,10 +287,38 @@ static bool bch_wb_collect(struct bch_target *bt, struct bch_wb_batch *b,
 	}
 	spin_unlock(&wb->lock);
 
-	down_read(&set->btree_lock);
-	for (i = 0; i < nr_held; i++)
+	/*
+	 * The leaves the last walk missed are read first, and stay for this
+	 * walk: nothing is evicted while the read lock is held.
+	 */
+	if (wb->nr_loads) {
+		down_write(&set->btree_lock);
+		bch_index_trim(set);
+		for (i = 0; i < wb->nr_loads && !b->load_error; i++)
+			b->load_error = bch_btree_load_range(&set->btree, inode,
+							     wb->load_pos[i],
+							     wb->load_pos[i] + 1);
+		wb->nr_loads = 0;
+		downgrade_write(&set->btree_lock);
+		if (b->load_error) {
+			up_read(&set->btree_lock);
+			DMERR_LIMIT("%s: writeback cannot read the index: %d",
+				    set->name, b->load_error);
+			return false;
+		}
+	} else {
+		down_read(&set->btree_lock);
+	}
+	/* A held range whose leaf is missing waits; the others go on. */
+	for (i = 0; i < nr_held; i++) {
 		bch_wb_collect_range(bt, inode, b, b->held[i].start,
 				     b->held[i].end);
+		if (b->load && b->nr < BCH_WB_EXTENTS &&
+		    b->sectors < BCH_WB_BATCH_SECTORS) {
+			b->load = false;
+			b->found = true;	/* not a whole clean walk */
+		}
+	}
 	if (!held_only) {
 		if (from >= end)
 			from = 0;
@@ -298,17 +332,6 @@ static bool bch_wb_collect(struct bch_target *bt, struct bch_wb_batch *b,
 		}
 	}
 	up_read(&set->btree_lock);
-	if (b->load) {
-		int r;
-
-		down_write(&set->btree_lock);
-		r = bch_btree_load_range(&set->btree, inode, b->load_pos,
-					 b->load_pos + 1);
-		up_write(&set->btree_lock);
-		if (r)
-			DMERR_LIMIT("%s: writeback cannot read the index: %d",
-				    set->name, r);
-	}
 	return clean;
 }
 
@@ -452,6 +475,9 @@ static void bch_wb_work(struct work_struct *work)
 		r = bch_wb_copy(bt, b->ext, b->nr);
 		bch_wb_mark_clean(bt, b->ext, b->nr);
 	}
+	/* A leaf that cannot be read fails the batch, as a bad copy would. */
+	if (!r)
+		r = b->load_error;
 	/* Before the writes that waited look at it (bch_write_origin()). */
 	WRITE_ONCE(wb->error, r);
 	spin_lock(&wb->lock);
@@ -466,8 +492,8 @@ static void bch_wb_work(struct work_struct *work)
 		   bch_slot_dirty(bt) > bch_wb_target_of(bt) ||
 		   READ_ONCE(set->nr_free) <
 		   (set->nbuckets - set->first_bucket) / 16) {
-		delay = b->nr || b->walked >= BCH_WB_WALK_MAX || b->load ?
-			0 : HZ / 100;
+		delay = b->nr || b->walked >= BCH_WB_WALK_MAX ||
+			wb->nr_loads ? 0 : HZ / 100;
 	}
 	kfree(b);
 again:

@@ -15,8 +15,8 @@ P=/sys/module/dm_bcache/parameters/node_cache_mb
 
 check "modprobe dm-bcache node_cache_mb=0" modprobe dm-bcache node_cache_mb=0
 check_eq "the budget is 0" 0 "$(cat $P)"
-# 64 KiB buckets: leaves of about 2000 keys, so 4k writes make a tree.
-check "format with 64 KiB buckets" make-bcache -q -b 64k "$cache"
+# 16 KiB buckets: leaves of at most 500 keys, so 4k writes make a tree.
+check "format with 16 KiB buckets" make-bcache -q -b 16k "$cache"
 check "create in writeback" dmb_create c "$cache" "$origin" origin_uuid $U \
 	cache_mode writeback
 
@@ -28,6 +28,8 @@ fio_rw() {
 }
 st() { dmb_stat c "$1"; }
 
+# Writeback paused: its inserts would evict, and the read pass must not.
+check "writeback paused" dmsetup message c 0 writeback_running 0
 check "32 MiB of 4k random writes, dirty" fio_rw --rw=randwrite --do_verify=0 \
 	--number_ios=6000
 check "checkpoint: every leaf clean, then evicted" dmsetup message c 0 checkpoint
@@ -42,6 +44,10 @@ d1=$(st deferred) r1=$(st nodes_read)
 info "after the read pass: deferred $d1, read $r1, evicted $(st nodes_evicted)"
 check "reads were deferred to read their leaves" test "$d1" -gt "$d0"
 check "leaves were read back" test "$r1" -gt "$r0"
+# Reads alone evict too: what stays is the root, the leaves of the last
+# deferred read, and none of the rest.
+check "nodes in memory stay within the budget after reads" \
+	test "$(st btree_nodes)" -le 4
 
 # Origin-bound writes punch the index: their lookups need leaves too.
 check "cache_mode writethrough" dmsetup message c 0 cache_mode writethrough
@@ -50,6 +56,7 @@ check "4k random writes through to the origin, verified" fio_rw --rw=randwrite \
 	--number_ios=3000 --randseed=7
 d2=$(st deferred)
 check "origin-bound writes were deferred" test "$d2" -gt "$d1"
+check "writeback resumed" dmsetup message c 0 writeback_running 1
 check "writeback drains" dmsetup message c 0 flush
 check "the device equals the origin" dmb_same /dev/mapper/c "$origin"
 
