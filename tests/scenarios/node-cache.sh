@@ -80,4 +80,4 @@ check "verified after the reopen" fio_rw --rw=randwrite --verify_only \
 	--number_ios=3000 --randseed=7
 check "the device equals the origin" dmb_same /dev/mapper/c "$origin"
 check "remove" dmb_remove c
-check "unload" modprobe -r dm-bcache
+check "module unloads" rmmod dm_bcache
