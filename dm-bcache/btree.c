@@ -26,7 +26,9 @@
  * so the list is a second-chance clock: eviction moves a leaf that was
  * used since it last came round to the back once. Eviction runs only
  * where the caller holds exclusive access and no node pointer is held:
- * at the end of an insert, of a flush and of each leaf of a GC pass.
+ * at the end of an insert, of a flush and of each leaf of a GC pass, at
+ * the start of bch_btree_lookup_load(), and when the caller asks
+ * (bch_btree_evict(): before bch_btree_load_range(), and a shrinker).
  */
 #define pr_fmt(fmt) "dm-bcache: btree: " fmt
 
