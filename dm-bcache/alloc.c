@@ -82,7 +82,8 @@ static void bch_bucket_invalidate(struct bch_cache_set *set, u64 i)
 	lockdep_assert_held(&set->alloc_lock);
 	if (b->state == BCH_B_DATA || b->state == BCH_B_OPEN)
 		set->nr_data--;
-	else if (b->state == BCH_B_BTREE || b->state == BCH_B_FREEING)
+	else if (b->state == BCH_B_BTREE || b->state == BCH_B_FREEING ||
+		 b->state == BCH_B_FREEING_NEXT)
 		set->nr_btree--;
 	WRITE_ONCE(b->gen, b->gen + 1);
 	atomic64_inc(&set->invalidations);
@@ -263,11 +264,18 @@ out:
 	return r;
 }
 
-/* The checkpoint on disk may still name the node: free it after the next. */
-void bch_free_btree(struct bch_cache_set *set, u64 bucket)
+/*
+ * The checkpoint on disk may still name the node: free it after the next.
+ * While a checkpoint writes the index without stopping inserts, a node
+ * it has written may name one that a split frees meanwhile: free that
+ * one after the checkpoint after it. Its own rewrites (@by_checkpoint)
+ * free buckets that nothing it writes names.
+ */
+void bch_free_btree(struct bch_cache_set *set, u64 bucket, bool by_checkpoint)
 {
 	spin_lock(&set->alloc_lock);
-	set->buckets[bucket].state = BCH_B_FREEING;
+	set->buckets[bucket].state = set->cp_window && !by_checkpoint ?
+		BCH_B_FREEING_NEXT : BCH_B_FREEING;
 	spin_unlock(&set->alloc_lock);
 }
 
@@ -451,8 +459,21 @@ void bch_alloc_gc_finish(struct bch_cache_set *set)
 	spin_unlock(&set->alloc_lock);
 }
 
-/* The checkpoint is durable: what it no longer names can go. */
-void bch_alloc_checkpoint_done(struct bch_cache_set *set)
+/* A checkpoint starts writing the index: see bch_free_btree(). */
+void bch_alloc_checkpoint_start(struct bch_cache_set *set)
+{
+	spin_lock(&set->alloc_lock);
+	set->cp_window = true;
+	spin_unlock(&set->alloc_lock);
+}
+
+/*
+ * The checkpoint is durable (@done) or abandoned. If durable, what it no
+ * longer names can go; either way what was freed while it ran waits for
+ * the next one. The window closes only after the walk, which lets go of
+ * the lock: a bucket freed meanwhile is held for one more checkpoint.
+ */
+void bch_alloc_checkpoint_end(struct bch_cache_set *set, bool done)
 {
 	u64 i;
 
@@ -461,10 +482,14 @@ void bch_alloc_checkpoint_done(struct bch_cache_set *set)
 		struct bch_bucket *b = &set->buckets[i];
 
 		bch_alloc_relax(set, i);
-		if (b->state == BCH_B_FREEING)
+		if (b->state == BCH_B_FREEING && done)
 			bch_bucket_invalidate(set, i);
-		b->last_gc = b->gc_gen;
+		else if (b->state == BCH_B_FREEING_NEXT)
+			b->state = BCH_B_FREEING;
+		if (done)
+			b->last_gc = b->gc_gen;
 	}
+	set->cp_window = false;
 	spin_unlock(&set->alloc_lock);
 }
 

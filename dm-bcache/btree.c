@@ -55,6 +55,7 @@ struct bch_node {
 	bool		dirty;
 	bool		need_cow;	/* compacted since written */
 	bool		accessed;	/* looked up since the clock last passed */
+	u64		flushed;	/* b->flush_gen when a flush last passed */
 	struct bch_bset	sets[BCH_BTREE_MAX_SETS];
 };
 
@@ -918,8 +919,15 @@ static int node_write(struct bch_btree *b, struct bch_node *n, struct bch_node *
 	return node_cow(b, n, parent);
 }
 
+/* A flush under way has written @n, or found it clean. */
+static bool node_done(const struct bch_btree *b, const struct bch_node *n)
+{
+	return n->flushed == b->flush_gen;
+}
+
 /*
- * Children first: their new buckets go into @n before @n is written. A
+ * Write @n and every resident descendant the flush has not passed,
+ * children first: their new buckets go into @n before @n is written. A
  * child that is not resident is clean.
  */
 static int node_flush(struct bch_btree *b, struct bch_node *n, struct bch_node *parent)
@@ -932,24 +940,84 @@ static int node_flush(struct bch_btree *b, struct bch_node *n, struct bch_node *
 		for (k = node_next(n, NULL); k; k = node_next(n, &pos)) {
 			pos = *k;
 			c = node_find(b, k->ptr);
-			if (!c)
+			if (!c || node_done(b, c))
 				continue;
 			ret = node_flush(b, c, n);
 			if (ret)
 				return ret;
 		}
 	}
-	return node_write(b, n, parent);
+	ret = node_write(b, n, parent);
+	if (!ret)
+		n->flushed = b->flush_gen;
+	return ret;
+}
+
+void bch_btree_flush_start(struct bch_btree *b)
+{
+	b->flush_gen++;
+	memset(&b->flush_pos, 0, sizeof(b->flush_pos));
+}
+
+/*
+ * The nodes a flush has passed lie at or below flush_pos in key order.
+ * Nodes that splits made since may lie anywhere: under a node the flush
+ * has passed, whose copy on disk does not name them, or under one it has
+ * not (the path to flush_pos), whose node_flush() writes them first.
+ */
+int bch_btree_flush_step(struct bch_btree *b)
+{
+	struct bch_node *n = b->root, *p = NULL, *c;
+	struct bch_bkey *k, pos;
+	int ret;
+
+	if (!n)
+		return -EINVAL;
+	if (node_done(b, n))
+		return 0;
+	while (n->level) {
+		c = NULL;
+		for (k = node_search(n, b->flush_pos.inode, b->flush_pos.end); k;
+		     k = node_next(n, &pos)) {
+			pos = *k;
+			c = node_find(b, k->ptr);
+			if (c && !node_done(b, c) && (c->level || c->dirty))
+				break;
+			if (c)
+				c->flushed = b->flush_gen;	/* clean leaf */
+			c = NULL;
+		}
+		if (!c)
+			break;		/* all below n is done: n itself */
+		if (c->level) {
+			p = n;
+			n = c;
+			continue;
+		}
+		ret = node_write(b, c, n);
+		if (ret)
+			return ret;
+		c->flushed = b->flush_gen;
+		b->flush_pos = c->key;
+		btree_evict(b);
+		return 1;
+	}
+	ret = node_flush(b, n, p);
+	if (ret)
+		return ret;
+	b->flush_pos = n->key;
+	btree_evict(b);
+	return n == b->root ? 0 : 1;
 }
 
 int bch_btree_flush(struct bch_btree *b)
 {
 	int ret;
 
-	if (!b->root)
-		return -EINVAL;
-	ret = node_flush(b, b->root, NULL);
-	btree_evict(b);
+	bch_btree_flush_start(b);
+	do {
+		ret = bch_btree_flush_step(b);
+	} while (ret > 0);
 	return ret;
 }
 

@@ -95,6 +95,8 @@ struct bch_btree {
 	struct list_head clean;			/* evictable leaves, LRU first */
 	u64		leaves;			/* resident leaves */
 	u64		nclean;			/* on the clean list */
+	u64		flush_gen;		/* of the last flush started */
+	struct bch_bkey	flush_pos;		/* where it is */
 
 	/* Counters, for the status line and the tests. */
 	u64		nodes;			/* resident */
@@ -123,12 +125,26 @@ int bch_btree_load(struct bch_btree *b, const struct bch_bkey *root, unsigned in
 void bch_btree_free(struct bch_btree *b);
 /*
  * Write every dirty node, children before parents, then evict down to the
- * budget; then bch_btree_root() is
- * what is on disk. A node rewritten whole goes to a new bucket and its old
- * bucket is freed at once, so the previous on-disk tree is not usable once a
- * flush has started (the caller trusts it only after a clean shutdown).
+ * budget; then bch_btree_root() is what is on disk. A node rewritten whole
+ * goes to a new bucket and its old bucket is freed at once (the caller
+ * keeps it until what it writes next names the new tree).
  */
 int bch_btree_flush(struct bch_btree *b);
+/*
+ * The same in steps of one node, for a caller that lets others change the
+ * tree between them: bch_btree_flush_start(), then bch_btree_flush_step()
+ * until it returns 0, each with exclusive access; bch_btree_root() read
+ * under the same hold as the last step is what is on disk. Every key in
+ * the tree at the start is then on disk, or overwritten by a key inserted
+ * since; keys inserted meanwhile may or may not be. A bucket freed by a
+ * step (a node rewritten whole) is named by no node written from then on;
+ * one freed by a split between steps may still be named by a node
+ * already written, so it must outlive the next flush too. Returns 1 while
+ * there is more to do, or an error: the flush is then abandoned, and what
+ * it wrote is usable only by the next.
+ */
+void bch_btree_flush_start(struct bch_btree *b);
+int bch_btree_flush_step(struct bch_btree *b);
 void bch_btree_root(struct bch_btree *b, struct bch_bkey *root, unsigned int *level);
 
 /*

@@ -40,6 +40,7 @@ enum bch_bucket_state {
 	BCH_B_DATA,		/* full of (possibly stale) cached data */
 	BCH_B_BTREE,		/* holds a btree node */
 	BCH_B_FREEING,		/* held a node the checkpoint may still name */
+	BCH_B_FREEING_NEXT,	/* ... or the one under way may */
 	BCH_B_META,		/* superblock, bucket arrays, UUID tables */
 	BCH_B_JOURNAL,		/* the journal ring */
 };
@@ -145,6 +146,7 @@ struct bch_cache_set {
 	bool			gc_running;
 	/* Nodes may take the last free buckets (btree lock held for write). */
 	bool			btree_drain;
+	bool			cp_window;	/* a checkpoint is writing the index */
 
 	/* The index: readers under read, inserts/GC/flush under write. */
 	struct rw_semaphore	btree_lock;
@@ -153,6 +155,7 @@ struct bch_cache_set {
 	struct shrinker		*shrinker;	/* of clean index leaves */
 	struct bch_journal	journal;
 	struct mutex		checkpoint_lock;	/* one at a time */
+	bool			cp_flushing;	/* in a step (btree lock held) */
 	atomic64_t		checkpoints;
 
 	/* Writes held until BCH_UUID_FP_WRITING is on disk (irq-safe). */
@@ -305,14 +308,15 @@ void bch_alloc_done(struct bch_cache_set *set, u64 ptr, u32 inserted);
 void bch_alloc_done_dirty(struct bch_cache_set *set, u64 ptr, u32 inserted);
 void bch_alloc_abort(struct bch_cache_set *set, u64 ptr);
 int bch_alloc_btree(struct bch_cache_set *set, u64 *bucket, u8 *gen);
-void bch_free_btree(struct bch_cache_set *set, u64 bucket);
+void bch_free_btree(struct bch_cache_set *set, u64 bucket, bool by_checkpoint);
 bool bch_ptr_stale(struct bch_cache_set *set, u64 ptr, u8 gen);
 void bch_bucket_hit(struct bch_cache_set *set, u64 ptr, u32 sectors);
 void bch_account_io(struct bch_cache_set *set, u32 sectors);
 void bch_alloc_gc_start(struct bch_cache_set *set);
 void bch_alloc_gc_finish(struct bch_cache_set *set);
 void bch_alloc_gc_abort(struct bch_cache_set *set);
-void bch_alloc_checkpoint_done(struct bch_cache_set *set);
+void bch_alloc_checkpoint_start(struct bch_cache_set *set);
+void bch_alloc_checkpoint_end(struct bch_cache_set *set, bool done);
 void bch_alloc_persist_fill(struct bch_cache_set *set, struct bch_bucket_disk *d);
 void bch_alloc_persist_done(struct bch_cache_set *set, bool ok);
 

@@ -57,7 +57,9 @@ static int bch_op_alloc(struct bch_btree *b, u64 *bucket, u8 *gen)
 
 static void bch_op_free(struct bch_btree *b, u64 bucket)
 {
-	bch_free_btree(b->priv, bucket);
+	struct bch_cache_set *set = b->priv;
+
+	bch_free_btree(set, bucket, set->cp_flushing);
 }
 
 static int bch_op_io(struct bch_btree *b, bool write, u64 bucket, u32 offset,
@@ -351,11 +353,78 @@ int bch_index_lookup(struct bch_cache_set *set, u32 inode, u64 start, u64 end,
 }
 
 /*
- * Make the index durable and empty the journal: write every dirty node,
- * then point the superblock at the new root and past the journal. A GC
- * pass comes first if @gc or if the allocator asked for one (need_gc):
- * it costs a walk over every key with IO stopped, and a checkpoint that
- * only frees the journal has no use for it.
+ * Write the index a node at a time and note the root that is then on
+ * disk. Between nodes the btree lock is let go if @fuzzy, so IO waits for
+ * one node's write at most: a key inserted meanwhile is in a journal
+ * entry the replay will read, whether or not its leaf was written.
+ */
+static int bch_index_write(struct bch_cache_set *set, bool fuzzy,
+			   struct bch_bkey *root, unsigned int *level)
+{
+	int r;
+
+	bch_alloc_checkpoint_start(set);
+	bch_btree_flush_start(&set->btree);
+	for (;;) {
+		bch_index_budget(set);
+		set->btree_drain = true;
+		set->cp_flushing = true;
+		r = bch_btree_flush_step(&set->btree);
+		set->cp_flushing = false;
+		set->btree_drain = false;
+		if (r <= 0)
+			break;
+		if (fuzzy) {
+			up_write(&set->btree_lock);
+			cond_resched();
+			down_write(&set->btree_lock);
+		}
+	}
+	if (!r)
+		bch_btree_root(&set->btree, root, level);
+	return r;
+}
+
+/* Point the superblock at @root and the journal past @seq, @pos. */
+static int bch_checkpoint_sb(struct bch_cache_set *set, const struct bch_bkey *root,
+			     unsigned int level, u64 seq, u64 pos)
+{
+	struct bch_sb_disk *sb = set->sb;
+	struct bch_bkey_disk old_root;
+	__le64 old_seq, old_pos;
+	__le32 old_level;
+	int r;
+
+	mutex_lock(&set->lock);
+	old_root = sb->btree_root;
+	old_level = sb->btree_level;
+	old_seq = sb->journal_seq;
+	old_pos = sb->journal_pos;
+	bch_bkey_pack(&sb->btree_root, root);
+	sb->btree_level = cpu_to_le32(level);
+	sb->journal_seq = cpu_to_le64(seq);
+	sb->journal_pos = cpu_to_le64(pos);
+	r = bch_sb_write(set);
+	if (r) {
+		/* What is on disk stays in force. */
+		sb->btree_root = old_root;
+		sb->btree_level = old_level;
+		sb->journal_seq = old_seq;
+		sb->journal_pos = old_pos;
+	}
+	mutex_unlock(&set->lock);
+	return r;
+}
+
+/*
+ * Make the index durable and free the journal: write every dirty node,
+ * then point the superblock at the new root and at where the journal
+ * was when the checkpoint began. A GC pass comes first if @gc or if the
+ * allocator asked for one (need_gc): it costs a walk over every key with
+ * IO stopped, and a checkpoint that only frees the journal has no use
+ * for it. The nodes are written with IO going on between them, unless
+ * the journal overflowed: its entries then stop short of keys the index
+ * holds, and the lock is held throughout (bch_journal_checkpoint_start()).
  * Node buckets the old checkpoint named are freed only after that, and
  * last_gc moves only then. If the device fails it, every origin is
  * invalidated before the writes it held go on, so none of them can leave
@@ -363,71 +432,55 @@ int bch_index_lookup(struct bch_cache_set *set, u32 inode, u64 start, u64 end,
  */
 int bch_checkpoint(struct bch_cache_set *set, bool gc)
 {
-	struct bch_sb_disk *sb = set->sb;
-	struct bch_bkey_disk old_root;
 	struct bio_list waiters;
-	__le64 old_seq, old_pos;
-	__le32 old_level;
 	struct bch_bkey root;
 	unsigned int level;
 	u64 seq, pos;
+	bool fuzzy;
 	int r;
 
 	mutex_lock(&set->checkpoint_lock);
 	down_write(&set->btree_lock);
+	fuzzy = bch_journal_checkpoint_start(set, &seq, &pos);
 	set->btree_drain = true;
-	bch_journal_checkpoint_start(set, &seq, &pos);
 	if (bch_fault(BCH_FAULT_CHECKPOINT))
 		r = -ENOMEM;
 	else if (gc || READ_ONCE(set->need_gc))
 		r = bch_gc_pass(set);
 	else
 		r = 0;
-	bch_index_budget(set);
-	if (!r)
-		r = bch_btree_flush(&set->btree);
 	set->btree_drain = false;
+	if (!r)
+		r = bch_index_write(set, fuzzy, &root, &level);
+	if (fuzzy)
+		up_write(&set->btree_lock);
+	if (!r)
+		r = bch_checkpoint_sb(set, &root, level, seq, pos);
+	bch_alloc_checkpoint_end(set, !r);
 	if (!r) {
-		bch_btree_root(&set->btree, &root, &level);
-		mutex_lock(&set->lock);
-		old_root = sb->btree_root;
-		old_level = sb->btree_level;
-		old_seq = sb->journal_seq;
-		old_pos = sb->journal_pos;
-		bch_bkey_pack(&sb->btree_root, &root);
-		sb->btree_level = cpu_to_le32(level);
-		sb->journal_seq = cpu_to_le64(seq);
-		sb->journal_pos = cpu_to_le64(pos);
-		r = bch_sb_write(set);
-		if (r) {
-			/* What is on disk stays in force. */
-			sb->btree_root = old_root;
-			sb->btree_level = old_level;
-			sb->journal_seq = old_seq;
-			sb->journal_pos = old_pos;
-		}
-		mutex_unlock(&set->lock);
-	}
-	if (!r) {
-		bch_alloc_checkpoint_done(set);
 		atomic64_inc(&set->checkpoints);
 	} else if (bch_checkpoint_retry(r)) {
 		/*
-		 * What is on disk stays in force, and the writes the journal
-		 * holds wait for a checkpoint that succeeds: bch_gc_work()
-		 * tries again.
+		 * What is on disk stays in force, and what the journal could
+		 * not hold waits for a checkpoint that succeeds:
+		 * bch_gc_work() tries again.
 		 */
 		DMWARN_LIMIT("%s: checkpoint failed (%d): writes held, retrying",
 			     set->name, r);
 	} else {
 		DMERR("%s: checkpoint failed (%d): invalidating every origin",
 		      set->name, r);
+		if (fuzzy)
+			down_write(&set->btree_lock);
 		bch_cache_io_error(set, true);
 		bch_slot_invalidate_all(set);
+		if (fuzzy)
+			up_write(&set->btree_lock);
 	}
-	/* Under the lock: no key may slip in between the index and this. */
-	bch_journal_checkpoint_end(set, r, &waiters);
-	up_write(&set->btree_lock);
+	/* Unless fuzzy, under the lock: no key may slip in between the index and this. */
+	bch_journal_checkpoint_end(set, fuzzy, r, &waiters);
+	if (!fuzzy)
+		up_write(&set->btree_lock);
 
 	bch_journal_checkpoint_release(set, !r, &waiters);
 	mutex_unlock(&set->checkpoint_lock);

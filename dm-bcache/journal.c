@@ -504,17 +504,38 @@ void bch_journal_kick(struct bch_cache_set *set)
 
 /*
  * A checkpoint is about to write the index (btree lock held for write, so
- * no key is added meanwhile): wait for the entry in flight, and hand the
- * current one's keys and writes to the checkpoint. Replay will start at
- * *@seq, *@pos.
+ * no key is added meanwhile). Replay will start at *@seq, *@pos.
+ *
+ * Normally the current entry is written first and the journal goes on
+ * while the checkpoint runs: every key added from now on is in an entry
+ * the replay reads, so the caller may let go of the lock between nodes
+ * (returns true). After an overflow the entries on disk stop short of
+ * keys the index has, and no later entry may follow them: the journal is
+ * blocked until the checkpoint ends, the current entry's keys and writes
+ * go to it, and the lock must be held throughout (returns false).
  */
-void bch_journal_checkpoint_start(struct bch_cache_set *set, u64 *seq,
+bool bch_journal_checkpoint_start(struct bch_cache_set *set, u64 *seq,
 				  u64 *pos)
 {
 	struct bch_journal *j = &set->journal;
 
 	lockdep_assert_held_write(&set->btree_lock);
-	spin_lock(&j->lock);
+	for (;;) {
+		wait_event(j->idle, !READ_ONCE(j->wbuf));
+		spin_lock(&j->lock);
+		if (j->overflow)
+			break;
+		if (!j->wbuf && !j->cur->nkeys) {
+			*seq = j->seq;
+			*pos = j->pos;
+			j->cp_used = j->used;
+			spin_unlock(&j->lock);
+			return true;
+		}
+		spin_unlock(&j->lock);
+		/* Seals and sends it, or overflows. */
+		bch_journal_write(j);
+	}
 	j->blocked = true;
 	spin_unlock(&j->lock);
 	wait_event(j->idle, !READ_ONCE(j->wbuf));
@@ -526,39 +547,55 @@ void bch_journal_checkpoint_start(struct bch_cache_set *set, u64 *seq,
 	*seq = j->seq;
 	*pos = j->pos;
 	spin_unlock(&j->lock);
+	return false;
 }
 
 /*
- * The checkpoint is durable (!@r) or failed. Called before the btree lock
- * is released: a key added after that must be journaled, and a flush
- * parked after that must wait for its entry, not for this checkpoint,
- * which does not hold the key. The writes it held are handed back in
- * @waiters, for bch_journal_checkpoint_release() once the lock is gone.
+ * The checkpoint is durable (!@r) or failed. The writes it held are
+ * handed back in @waiters, for bch_journal_checkpoint_release() once the
+ * btree lock is gone.
  *
+ * A @fuzzy one held none: the journal went on meanwhile, and what it
+ * wrote since the start stays for the replay. If it overflowed meanwhile,
+ * its keys and writes are left to the next checkpoint, which the overflow
+ * asked for. Only if the device failed do those writes go now, failed.
+ *
+ * Otherwise it is called before the btree lock is released: a key added
+ * after that must be journaled, and a flush parked after that must wait
+ * for its entry, not for this checkpoint, which does not hold the key.
  * If it failed for want of memory or buckets, the keys it took from the
  * current entry are in no entry: the journal overflows, so that what is
  * on disk stays a prefix of the insert order, and the writes stay held
  * for the retry.
  */
-void bch_journal_checkpoint_end(struct bch_cache_set *set, int r,
+void bch_journal_checkpoint_end(struct bch_cache_set *set, bool fuzzy, int r,
 				struct bio_list *waiters)
 {
 	struct bch_journal *j = &set->journal;
 
-	lockdep_assert_held_write(&set->btree_lock);
 	bio_list_init(waiters);
 	spin_lock(&j->lock);
-	j->blocked = false;
-	if (!r) {
-		j->used = 0;
-		j->overflow = false;
-	} else if (bch_checkpoint_retry(r)) {
-		if (!j->overflow) {
-			j->overflow = true;
-			j->overflows++;
+	if (fuzzy) {
+		if (!r)
+			j->used -= j->cp_used;
+		if (!r || bch_checkpoint_retry(r)) {
+			spin_unlock(&j->lock);
+			return;
 		}
-		spin_unlock(&j->lock);
-		return;
+	} else {
+		lockdep_assert_held_write(&set->btree_lock);
+		j->blocked = false;
+		if (!r) {
+			j->used = 0;
+			j->overflow = false;
+		} else if (bch_checkpoint_retry(r)) {
+			if (!j->overflow) {
+				j->overflow = true;
+				j->overflows++;
+			}
+			spin_unlock(&j->lock);
+			return;
+		}
 	}
 	*waiters = j->cp_waiters;
 	bio_list_init(&j->cp_waiters);

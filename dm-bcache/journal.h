@@ -50,6 +50,7 @@ struct bch_journal {
 	u64			seq;		/* of the entry being filled */
 	u64			pos;		/* ring sector of the next entry */
 	u64			used;		/* ring sectors since the checkpoint */
+	u64			cp_used;	/* used when one began */
 	u64			ring_start;	/* device sector */
 	u64			ring_sectors;
 	u32			max_sectors;	/* of one entry */
@@ -77,9 +78,9 @@ void bch_journal_add(struct bch_cache_set *set, const struct bch_bkey *k,
 		     struct bio *waiter);
 void bch_journal_kick(struct bch_cache_set *set);
 bool bch_journal_barrier(struct bch_cache_set *set, struct bio *bio);
-void bch_journal_checkpoint_start(struct bch_cache_set *set, u64 *seq,
+bool bch_journal_checkpoint_start(struct bch_cache_set *set, u64 *seq,
 				  u64 *pos);
-void bch_journal_checkpoint_end(struct bch_cache_set *set, int r,
+void bch_journal_checkpoint_end(struct bch_cache_set *set, bool fuzzy, int r,
 				struct bio_list *waiters);
 void bch_journal_checkpoint_release(struct bch_cache_set *set, bool ok,
 				    struct bio_list *waiters);

@@ -138,6 +138,21 @@ static struct {
 	u64		ios, writes, frees;
 	bool		io_ok, alloc_ok;
 	long		bad_calls;
+	/*
+	 * Freed node buckets wait, as the kernel's allocator holds them:
+	 * until the next flush is done (pend), or the one after if a split
+	 * between the steps of a flush freed them (next).
+	 */
+	bool		*pending;
+	u64		*pend, npend, *next, nnext;
+	bool		window, in_step, read_pending;
+	/* the last flush done, and every key inserted since it began */
+	struct bch_bkey	dur_root;
+	unsigned int	dur_level;
+	bool		durable;
+	struct bch_bkey	*jlog;
+	u64		jlen, jcap, jstart;
+	long		crash_checks, fuzzy_flushes;
 
 	u8		dgen[NDB];
 	struct msec	*model[NINODES];
@@ -208,9 +223,30 @@ static void op_free(struct bch_btree *b, u64 bucket)
 		return;
 	}
 	T.used[bucket] = false;
-	T.gen[bucket]++;		/* as an allocator reusing it would */
-	T.free[T.nfree++] = bucket;
+	T.pending[bucket] = true;
+	if (T.window && !T.in_step)
+		T.next[T.nnext++] = bucket;
+	else
+		T.pend[T.npend++] = bucket;
 	T.frees++;
+}
+
+/* A flush is done (or abandoned): free what it no longer names. */
+static void frees_release(bool done)
+{
+	u64 i, bucket;
+
+	for (i = 0; done && i < T.npend; i++) {
+		bucket = T.pend[i];
+		T.pending[bucket] = false;
+		T.gen[bucket]++;	/* as an allocator reusing it would */
+		T.free[T.nfree++] = bucket;
+	}
+	if (done)
+		T.npend = 0;
+	memcpy(T.pend + T.npend, T.next, T.nnext * sizeof(*T.next));
+	T.npend += T.nnext;
+	T.nnext = 0;
 }
 
 static int op_io(struct bch_btree *b, bool write, u64 bucket, u32 offset, void *buf,
@@ -221,7 +257,8 @@ static int op_io(struct bch_btree *b, bool write, u64 bucket, u32 offset, void *
 
 	(void)b;
 	T.ios++;
-	if (!T.io_ok || bucket >= T.cfg->nbuckets || !T.used[bucket] ||
+	if (!T.io_ok || bucket >= T.cfg->nbuckets ||
+	    !(T.used[bucket] || (T.read_pending && !write && T.pending[bucket])) ||
 	    offset + sectors > T.cfg->bucket || offset % T.cfg->block ||
 	    sectors % T.cfg->block) {
 		T.bad_calls++;
@@ -287,7 +324,10 @@ static void setup(const char *test, const struct config *c)
 	T.used = calloc(c->nbuckets, sizeof(*T.used));
 	T.gen = calloc(c->nbuckets, sizeof(*T.gen));
 	T.free = calloc(c->nbuckets, sizeof(*T.free));
-	if (!T.data || !T.used || !T.gen || !T.free)
+	T.pending = calloc(c->nbuckets, sizeof(*T.pending));
+	T.pend = calloc(c->nbuckets, sizeof(*T.pend));
+	T.next = calloc(c->nbuckets, sizeof(*T.next));
+	if (!T.data || !T.used || !T.gen || !T.free || !T.pending || !T.pend || !T.next)
 		abort();
 	/* bucket 0 is never handed out: a zero pointer is always wrong */
 	for (i = 1; i < c->nbuckets; i++) {
@@ -321,6 +361,10 @@ static void teardown(void)
 	free(T.used);
 	free(T.gen);
 	free(T.free);
+	free(T.pending);
+	free(T.pend);
+	free(T.next);
+	free(T.jlog);
 	for (i = 0; i < NINODES; i++)
 		free(T.model[i]);
 	for (i = 0; i < ARRAY_SIZE(T.snap); i++)
@@ -345,6 +389,19 @@ static void tree_free(void)
 }
 
 /* Calls that may do IO. */
+
+/* A flush is done: what it began with is on disk; the journal is what came since. */
+static void flush_done(u64 jstart)
+{
+	bch_btree_root(&T.b, &T.dur_root, &T.dur_level);
+	T.durable = true;
+	if (jstart) {
+		memmove(T.jlog, T.jlog + jstart, (T.jlen - jstart) * sizeof(*T.jlog));
+		T.jlen -= jstart;
+	}
+	frees_release(true);
+}
+
 static int do_flush(void)
 {
 	int r;
@@ -354,6 +411,10 @@ static int do_flush(void)
 	r = bch_btree_flush(&T.b);
 	T.io_ok = false;
 	T.alloc_ok = false;
+	if (r)
+		frees_release(false);
+	else
+		flush_done(T.jlen);
 	return r;
 }
 
@@ -581,6 +642,15 @@ static void model_insert(const struct bch_bkey *k)
 	unsigned int i;
 	u64 j, s;
 
+	/* the journal */
+	if (T.jlen == T.jcap) {
+		T.jcap = T.jcap ? 2 * T.jcap : 256;
+		T.jlog = realloc(T.jlog, T.jcap * sizeof(*T.jlog));
+		if (!T.jlog)
+			abort();
+	}
+	T.jlog[T.jlen++] = *k;
+
 	for (i = 0; inodes[i] != k->inode; i++)
 		;
 	s = bch_key_start(k) - T.base[i];
@@ -705,6 +775,170 @@ static int bump_gen(void)
 	return 1;
 }
 
+/*
+ * A crash now: the last flush done, loaded into a tree of its own, and
+ * the journal replayed over it must read as the model. What the replay
+ * allocates is given back after.
+ */
+static int crash_check(void)
+{
+	size_t nb = T.cfg->nbuckets;
+	struct bch_btree live = T.b;
+	bool *used, *pending;
+	u64 *free_, *pend, *next;
+	u64 nfree = T.nfree, npend = T.npend, nnext = T.nnext, i;
+	u8 *gen;
+	int r = 1;
+
+	if (!T.durable)
+		return 1;
+	used = malloc(nb);
+	pending = malloc(nb);
+	gen = malloc(nb);
+	free_ = malloc(nb * sizeof(u64));
+	pend = malloc(nb * sizeof(u64));
+	next = malloc(nb * sizeof(u64));
+	if (!used || !pending || !free_ || !pend || !next || !gen)
+		abort();
+	memcpy(used, T.used, nb);
+	memcpy(pending, T.pending, nb);
+	memcpy(gen, T.gen, nb);
+	memcpy(free_, T.free, nb * sizeof(u64));
+	memcpy(pend, T.pend, nb * sizeof(u64));
+	memcpy(next, T.next, nb * sizeof(u64));
+
+	memset(&T.b, 0, sizeof(T.b));
+	T.b.ops = live.ops;
+	T.b.priv = live.priv;
+	T.b.bucket_sectors = live.bucket_sectors;
+	T.b.block_sectors = live.block_sectors;
+	T.b.max_sets = live.max_sets;
+	T.b.max_leaves = live.max_leaves;
+	/* after the crash, buckets not yet reused are the durable tree's */
+	for (i = 0; i < nb; i++)
+		T.used[i] |= T.pending[i];
+	T.npend = 0;
+	T.nnext = 0;
+	T.io_ok = true;
+	if (bch_btree_load(&T.b, &T.dur_root, T.dur_level))
+		r = 0;
+	T.io_ok = false;
+	for (i = 0; r && i < T.jlen; i++)
+		if (do_insert(&T.jlog[i]))
+			r = 0;
+	if (r)
+		r = compare_all();
+	bch_btree_free(&T.b);
+	T.b = live;
+
+	memcpy(T.used, used, nb);
+	memcpy(T.pending, pending, nb);
+	memcpy(T.gen, gen, nb);
+	memcpy(T.free, free_, nb * sizeof(u64));
+	memcpy(T.pend, pend, nb * sizeof(u64));
+	memcpy(T.next, next, nb * sizeof(u64));
+	T.nfree = nfree;
+	T.npend = npend;
+	T.nnext = nnext;
+	free(used);
+	free(pending);
+	free(gen);
+	free(free_);
+	free(pend);
+	free(next);
+	T.crash_checks++;
+	CHECK(r);
+	return 1;
+}
+
+/* Every node the last flush done names reads back (cheaper than a crash_check()). */
+static int durable_check(void)
+{
+	struct bch_btree live = T.b;
+	int r;
+
+	if (!T.durable)
+		return 1;
+	memset(&T.b, 0, sizeof(T.b));
+	T.b.ops = live.ops;
+	T.b.priv = live.priv;
+	T.b.bucket_sectors = live.bucket_sectors;
+	T.b.block_sectors = live.block_sectors;
+	T.b.max_sets = live.max_sets;
+	T.b.max_leaves = U64_MAX;
+	T.read_pending = true;
+	T.io_ok = true;
+	r = bch_btree_load(&T.b, &T.dur_root, T.dur_level);
+	if (!r)
+		r = bch_btree_read_all(&T.b);
+	T.io_ok = false;
+	T.read_pending = false;
+	bch_btree_free(&T.b);
+	T.b = live;
+	CHECK(r == 0);
+	return 1;
+}
+
+/*
+ * A flush in steps with inserts, lookups and gen bumps between them, as
+ * a checkpoint lets IO go on; a crash at any step, or after the flush,
+ * must lose nothing the journal has. Some steps fail.
+ */
+static int fuzzy_flush(void)
+{
+	long wf = T.write_faults, af = T.alloc_faults;
+	u64 jstart = T.jlen;
+	unsigned int n;
+	int r;
+
+	T.window = true;
+	bch_btree_flush_start(&T.b);
+	for (;;) {
+		if (rnd(64) == 0)
+			T.write_fail_in = 1;
+		else if (rnd(64) == 0)
+			T.alloc_fail_in = 1;
+		T.in_step = true;
+		T.io_ok = true;
+		T.alloc_ok = true;
+		r = bch_btree_flush_step(&T.b);
+		T.io_ok = false;
+		T.alloc_ok = false;
+		T.in_step = false;
+		T.write_fail_in = 0;
+		T.alloc_fail_in = 0;
+		if (r <= 0)
+			break;
+		for (n = rnd(4); n; n--) {
+			switch (rnd(8)) {
+			case 0:
+				CHECK(random_lookup());
+				break;
+			case 1:
+				CHECK(bump_gen());
+				break;
+			default:
+				CHECK(random_insert());
+			}
+		}
+		if (rnd(256) == 0)
+			CHECK(crash_check());
+		else if (rnd(16) == 0)
+			CHECK(durable_check());
+	}
+	T.window = false;
+	if (r) {
+		CHECK(T.write_faults != wf || T.alloc_faults != af);
+		frees_release(false);
+	} else {
+		flush_done(jstart);
+		T.fuzzy_flushes++;
+	}
+	if (r || rnd(4) == 0)
+		CHECK(crash_check());
+	return durable_check();
+}
+
 static int run_random(const struct config *c, u64 seed, long ops)
 {
 	long n;
@@ -736,8 +970,10 @@ static int run_random(const struct config *c, u64 seed, long ops)
 			CHECK(gc_check());
 			if (rnd(4) == 0)
 				CHECK(compare_all());
-		} else if (r < 990) {
+		} else if (r < 965) {
 			CHECK(flush_check(true));
+		} else if (r < 990) {
+			CHECK(fuzzy_flush());
 		} else {
 			CHECK(reload(true));
 			CHECK(gc_check());
@@ -755,8 +991,8 @@ static int run_random(const struct config *c, u64 seed, long ops)
 	printf(" %llu cows, %llu set writes; faults %ld/%ld/%ld/%ld mem/alloc/io/read, %ld failed inserts;",
 	       T.cows + T.b.cows, T.set_writes + T.b.set_writes, mem_faults, T.alloc_faults,
 	       T.write_faults, T.read_faults, T.failed_inserts);
-	printf(" %llu resident, %llu reads, %llu evictions\n", bch_btree_nodes(&T.b),
-	       T.b.reads, T.b.evictions);
+	printf(" %llu resident, %llu reads, %llu evictions; %ld fuzzy flushes, %ld crash checks\n",
+	       bch_btree_nodes(&T.b), T.b.reads, T.b.evictions, T.fuzzy_flushes, T.crash_checks);
 	return 1;
 }
 
