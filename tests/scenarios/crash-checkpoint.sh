@@ -3,7 +3,7 @@
 # the previous checkpoint names, new nodes, the superblock, the bucket
 # gens reclaim writes meanwhile) must keep every acknowledged write and
 # read nothing stale (issue #13).
-# disks: data=64M log=512M scratch=64M work=64M model=4M
+# disks: data=64M log=512M scratch=64M work=64M model=4M durable=64M
 # timeout: 1500
 DMB_CACHE_MODE=writeback
 # two: each window also holds the workload's writes, all of them points
