@@ -76,7 +76,14 @@ static int bch_op_io(struct bch_btree *b, bool write, u64 bucket, u32 offset,
 	 */
 	if (current->bio_list)
 		return -EAGAIN;
-	return bch_meta_io(set, write ? REQ_OP_WRITE : REQ_OP_READ,
+	/*
+	 * A set appended to a bucket that a checkpoint on disk may name must
+	 * not reach the media before the data and the nodes its keys point
+	 * to, which are written without FUA: flush them first. A node
+	 * written whole goes to a bucket nothing on disk names yet.
+	 */
+	return bch_meta_io(set, !write ? REQ_OP_READ :
+			   offset ? REQ_OP_WRITE | REQ_PREFLUSH : REQ_OP_WRITE,
 			   bucket * set->bucket_size + offset, buf,
 			   (size_t)sectors << SECTOR_SHIFT);
 }
@@ -356,7 +363,8 @@ int bch_index_lookup(struct bch_cache_set *set, u32 inode, u64 start, u64 end,
  * Write the index a node at a time and note the root that is then on
  * disk. Between nodes the btree lock is let go if @fuzzy, so IO waits for
  * one node's write at most: a key inserted meanwhile is in a journal
- * entry the replay will read, whether or not its leaf was written.
+ * entry the replay will read, whether or not its leaf was written. Holds
+ * the lock again on return.
  */
 static int bch_index_write(struct bch_cache_set *set, bool fuzzy,
 			   struct bch_bkey *root, unsigned int *level)
@@ -417,6 +425,29 @@ static int bch_checkpoint_sb(struct bch_cache_set *set, const struct bch_bkey *r
 }
 
 /*
+ * What a failed checkpoint (@r; none if 0) leaves: with the btree lock
+ * held for write. For want of memory or buckets, what is on disk stays
+ * in force, and what the journal could not hold waits for a checkpoint
+ * that succeeds (bch_gc_work() tries again). If the device failed it,
+ * every origin is invalidated.
+ */
+static void bch_checkpoint_failed(struct bch_cache_set *set, int r)
+{
+	lockdep_assert_held_write(&set->btree_lock);
+	if (!r)
+		return;
+	if (bch_checkpoint_retry(r)) {
+		DMWARN_LIMIT("%s: checkpoint failed (%d): writes held, retrying",
+			     set->name, r);
+		return;
+	}
+	DMERR("%s: checkpoint failed (%d): invalidating every origin",
+	      set->name, r);
+	bch_cache_io_error(set, true);
+	bch_slot_invalidate_all(set);
+}
+
+/*
  * Make the index durable and free the journal: write every dirty node,
  * then point the superblock at the new root and at where the journal
  * was when the checkpoint began. A GC pass comes first if @gc or if the
@@ -452,31 +483,15 @@ int bch_checkpoint(struct bch_cache_set *set, bool gc)
 	set->btree_drain = false;
 	if (!r)
 		r = bch_index_write(set, fuzzy, &root, &level);
-	if (fuzzy)
-		up_write(&set->btree_lock);
 	if (!r)
 		r = bch_checkpoint_sb(set, &root, level, seq, pos);
+	/* A failed device: no IO may use it before the origins are dropped. */
+	bch_checkpoint_failed(set, r);
+	if (fuzzy)
+		up_write(&set->btree_lock);
 	bch_alloc_checkpoint_end(set, !r);
-	if (!r) {
+	if (!r)
 		atomic64_inc(&set->checkpoints);
-	} else if (bch_checkpoint_retry(r)) {
-		/*
-		 * What is on disk stays in force, and what the journal could
-		 * not hold waits for a checkpoint that succeeds:
-		 * bch_gc_work() tries again.
-		 */
-		DMWARN_LIMIT("%s: checkpoint failed (%d): writes held, retrying",
-			     set->name, r);
-	} else {
-		DMERR("%s: checkpoint failed (%d): invalidating every origin",
-		      set->name, r);
-		if (fuzzy)
-			down_write(&set->btree_lock);
-		bch_cache_io_error(set, true);
-		bch_slot_invalidate_all(set);
-		if (fuzzy)
-			up_write(&set->btree_lock);
-	}
 	/* Unless fuzzy, under the lock: no key may slip in between the index and this. */
 	bch_journal_checkpoint_end(set, fuzzy, r, &waiters);
 	if (!fuzzy)

@@ -47,8 +47,9 @@ bool bch_journal_want_checkpoint(struct bch_cache_set *set)
 {
 	struct bch_journal *j = &set->journal;
 
+	/* A checkpoint under way frees what it found (cp_used) already. */
 	return READ_ONCE(j->overflow) ||
-	       READ_ONCE(j->used) > j->ring_sectors / 2;
+	       READ_ONCE(j->used) > READ_ONCE(j->cp_used) + j->ring_sectors / 2;
 }
 
 int bch_journal_init(struct bch_cache_set *set)
@@ -523,7 +524,7 @@ bool bch_journal_checkpoint_start(struct bch_cache_set *set, u64 *seq,
 	for (;;) {
 		wait_event(j->idle, !READ_ONCE(j->wbuf));
 		spin_lock(&j->lock);
-		if (j->overflow)
+		if (j->overflow || j->blocked)
 			break;
 		if (!j->wbuf && !j->cur->nkeys) {
 			*seq = j->seq;
@@ -578,6 +579,7 @@ void bch_journal_checkpoint_end(struct bch_cache_set *set, bool fuzzy, int r,
 	if (fuzzy) {
 		if (!r)
 			j->used -= j->cp_used;
+		j->cp_used = 0;
 		if (!r || bch_checkpoint_retry(r)) {
 			spin_unlock(&j->lock);
 			return;
