@@ -82,8 +82,8 @@ static int bch_op_io(struct bch_btree *b, bool write, u64 bucket, u32 offset,
 	 * to, which are written without FUA: flush them first. A node
 	 * written whole goes to a bucket nothing on disk names yet.
 	 */
-	return bch_meta_io(set, !write ? REQ_OP_READ :
-			   offset ? REQ_OP_WRITE | REQ_PREFLUSH : REQ_OP_WRITE,
+	return bch_meta_io(set, REQ_META | (!write ? REQ_OP_READ :
+			   offset ? REQ_OP_WRITE | REQ_PREFLUSH : REQ_OP_WRITE),
 			   bucket * set->bucket_size + offset, buf,
 			   (size_t)sectors << SECTOR_SHIFT);
 }

@@ -12,8 +12,9 @@
 # prove that a lost write and a stale read would be caught.
 # Mode: DMB_CACHE_MODE (default writethrough; crash-log-writes-writeback.sh).
 # DMB_CRASH_GC=N (crash-checkpoint.sh): N checkpoints ("gc" messages) run
-# beside the workload, between marks gcK and gcK-end, and every entry of
-# the log inside them is a point (a crash at each write of a checkpoint),
+# beside the workload, between marks gcK and gcK-end, and every metadata
+# write, flush and mark inside them is a point (a crash at each write of a
+# checkpoint; the workload's data writes meanwhile: a sample),
 # and every write to the cache there is also a torn point: kept, while
 # the writes no flush covered yet before it are lost.
 # disks: data=64M log=512M scratch=64M work=64M model=4M
@@ -29,7 +30,8 @@ OS=65536        # the origin segment: 32 MiB
 REGION=32       # MiB of the origin the workload writes (all of it)
 BATCHES=40
 MAXPOINTS=25    # sampled flush points, plus the last (and 4 mid-batch ones)
-MAXTORN=60      # sampled torn points (checkpoints only)
+MAXGCWRITES=40  # sampled plain (data) writes inside checkpoints
+MAXTORN=30      # sampled torn points (checkpoints only)
 
 data=$(disk data)
 log=$(disk log)
@@ -118,7 +120,8 @@ end=$(dmb-replay-log find "$log" end)
 # itself (nothing of the next batch can be in): FLUSH/FUA/MARK entries in
 # /tmp/points, plain writes (mid-batch states: some writes of the batch
 # in flight landed, the rest did not) in /tmp/writes.
-# Entries inside a checkpoint's marks go to /tmp/gcpoints, all of them.
+# Inside a checkpoint's marks: metadata writes, flushes and marks go to
+# /tmp/gcpoints, all of them; plain writes to /tmp/gcwrites, sampled.
 awk -v f="$first" -v e="$end" '
 	/^#/ { next }
 	$4 ~ /MARK/ && $5 ~ /^ack[0-9]+$/ { k = substr($5, 4) }
@@ -126,10 +129,10 @@ awk -v f="$first" -v e="$end" '
 	$1 >= f && $1 <= e {
 		x = ($4 ~ /MARK/ && $5 ~ /^ack[0-9]+$/) ? 1 : 0
 		p = $1 ":" (k + 0) ":" x ":" $4 ($5 != "" ? "/" $5 : "")
-		if (gc) print p > "/tmp/gcpoints"
+		if (gc) print p > ($4 ~ /FLUSH|FUA|MARK|METADATA/ ? "/tmp/gcpoints" : "/tmp/gcwrites")
 		print p > ($4 ~ /FLUSH|FUA|MARK/ ? "/tmp/points" : "/tmp/writes") }
 	$4 ~ /MARK/ && $5 ~ /^gc[0-9]+-end$/ { gc = 0 }' /tmp/list
-touch /tmp/gcpoints
+touch /tmp/gcpoints /tmp/gcwrites
 n=$(wc -l </tmp/points)
 # M of FILE spread evenly (not with a fixed step, which can fall in phase
 # with the workload's flush, mark, flush, mark...), and its last
@@ -137,9 +140,9 @@ spread() {
 	awk -v n="$(wc -l <"$2")" -v m="$1" 'BEGIN { for (i = 0; i < m; i++) sel[int(i * n / m) + 1] = 1; sel[n] = 1 }
 		NR in sel' "$2"
 }
-{ spread $MAXPOINTS /tmp/points; spread 3 /tmp/writes; cat /tmp/gcpoints; } |
+{ spread $MAXPOINTS /tmp/points; spread 3 /tmp/writes; cat /tmp/gcpoints; spread $MAXGCWRITES /tmp/gcwrites; } |
 	sort -t: -k1,1n -u >/tmp/sample
-info "$n flush points, $(wc -l </tmp/writes) plain writes from entry $first (formatted) to $end (end), $(wc -l </tmp/gcpoints) entries inside checkpoints; checking $(wc -l </tmp/sample)"
+info "$n flush points, $(wc -l </tmp/writes) plain writes from entry $first (formatted) to $end (end), $(wc -l </tmp/gcpoints) metadata entries and $(wc -l </tmp/gcwrites) data writes inside checkpoints; checking $(wc -l </tmp/sample)"
 check "the sample has points" test -s /tmp/sample
 if [ "$GCS" -gt 0 ]; then
 	# each checkpoint ends by writing the superblock (sector 8 of the cache
