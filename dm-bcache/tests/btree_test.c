@@ -775,6 +775,18 @@ static int bump_gen(void)
 	return 1;
 }
 
+/* T.b becomes an empty tree set up as @live, for loading the durable root. */
+static void durable_tree(const struct bch_btree *live, u64 max_leaves)
+{
+	memset(&T.b, 0, sizeof(T.b));
+	T.b.ops = live->ops;
+	T.b.priv = live->priv;
+	T.b.bucket_sectors = live->bucket_sectors;
+	T.b.block_sectors = live->block_sectors;
+	T.b.max_sets = live->max_sets;
+	T.b.max_leaves = max_leaves;
+}
+
 /*
  * A crash now: the last flush done, loaded into a tree of its own, and
  * the journal replayed over it must read as the model. What the replay
@@ -807,13 +819,7 @@ static int crash_check(void)
 	memcpy(pend, T.pend, nb * sizeof(u64));
 	memcpy(next, T.next, nb * sizeof(u64));
 
-	memset(&T.b, 0, sizeof(T.b));
-	T.b.ops = live.ops;
-	T.b.priv = live.priv;
-	T.b.bucket_sectors = live.bucket_sectors;
-	T.b.block_sectors = live.block_sectors;
-	T.b.max_sets = live.max_sets;
-	T.b.max_leaves = live.max_leaves;
+	durable_tree(&live, live.max_leaves);
 	/* after the crash, buckets not yet reused are the durable tree's */
 	for (i = 0; i < nb; i++)
 		T.used[i] |= T.pending[i];
@@ -859,13 +865,7 @@ static int durable_check(void)
 
 	if (!T.durable)
 		return 1;
-	memset(&T.b, 0, sizeof(T.b));
-	T.b.ops = live.ops;
-	T.b.priv = live.priv;
-	T.b.bucket_sectors = live.bucket_sectors;
-	T.b.block_sectors = live.block_sectors;
-	T.b.max_sets = live.max_sets;
-	T.b.max_leaves = U64_MAX;
+	durable_tree(&live, U64_MAX);
 	T.read_pending = true;
 	T.io_ok = true;
 	r = bch_btree_load(&T.b, &T.dur_root, T.dur_level);
