@@ -182,6 +182,13 @@ int bch_alloc_data(struct bch_cache_set *set, u32 sectors, u64 *ptr, u8 *gen,
 		b->state = BCH_B_OPEN;
 		b->prio = set->prio.initial;
 		b->sectors = 0;
+		b->dirty = 0;
+		/*
+		 * What a GC pass counted here was stale when the gen moved on;
+		 * no key with the new gen exists yet to race with this.
+		 */
+		b->gc_sectors = 0;
+		b->gc_dirty = 0;
 		set->nr_data++;
 	}
 	b = &set->buckets[set->open_bucket];
@@ -224,6 +231,21 @@ void bch_alloc_done_dirty(struct bch_cache_set *set, u64 ptr, u32 inserted)
 	b->sectors += inserted;
 	b->dirty += inserted;
 	atomic_dec(&b->pending);
+	spin_unlock(&set->alloc_lock);
+}
+
+/*
+ * Dirty key @k, in the index, is being marked clean: its bucket may be
+ * reused once the rest of it is clean too (btree lock held for write).
+ */
+void bch_alloc_cleaned(struct bch_cache_set *set, const struct bch_bkey *k)
+{
+	struct bch_bucket *b = &set->buckets[k->ptr / set->bucket_size];
+
+	lockdep_assert_held_write(&set->btree_lock);
+	bch_gc_cleaned(set, k);
+	spin_lock(&set->alloc_lock);
+	b->dirty -= min(b->dirty, k->size);
 	spin_unlock(&set->alloc_lock);
 }
 
@@ -330,7 +352,7 @@ static void bch_reclaim_work(struct work_struct *work)
 	bool blocked = false, gc = false;
 
 	spin_lock(&set->alloc_lock);
-	want = set->gc_running ? 0 : bch_reclaim_target(set);
+	want = bch_reclaim_target(set);
 	have = set->nr_free + set->nr_free_inc;
 	want = want > have ? want - have : 0;
 	spin_unlock(&set->alloc_lock);
@@ -345,9 +367,6 @@ static void bch_reclaim_work(struct work_struct *work)
 		struct bch_bucket *b = &set->buckets[i];
 
 		bch_alloc_relax(set, i);
-		/* A GC pass recounting now leaves the counts half done. */
-		if (set->gc_running)
-			goto unlock;
 		if (bch_can_invalidate(b))
 			bch_victims_add(&h, b->prio, i);
 		/* Held back by its gen only: a GC pass frees it. */
@@ -359,9 +378,6 @@ static void bch_reclaim_work(struct work_struct *work)
 		u64 bucket = bch_victim_bucket(h.v[i]);
 
 		bch_alloc_relax(set, i + 1);
-		/* A pass zeroes the counts bch_can_invalidate() goes by. */
-		if (set->gc_running)
-			goto unlock;
 		/* Judged again: the lock was dropped during the walk. */
 		if (bch_can_invalidate(&set->buckets[bucket])) {
 			bch_bucket_invalidate(set, bucket);
@@ -377,7 +393,6 @@ static void bch_reclaim_work(struct work_struct *work)
 	gc = set->need_gc && time_after_eq(jiffies, set->gc_allowed);
 	if (gc)
 		set->gc_allowed = jiffies + HZ / 4;
-unlock:
 	spin_unlock(&set->alloc_lock);
 	kvfree(h.v);
 
@@ -416,7 +431,10 @@ void bch_alloc_exit(struct bch_cache_set *set)
 	vfree(set->free_fifo);
 }
 
-/* GC is about to count live sectors; reclaim waits until it is done. */
+/*
+ * A GC pass starts counting (btree lock held for write). Every key then
+ * in the index that it keeps has at least the gen its bucket has now.
+ */
 void bch_alloc_gc_start(struct bch_cache_set *set)
 {
 	u64 i;
@@ -424,19 +442,29 @@ void bch_alloc_gc_start(struct bch_cache_set *set)
 	spin_lock(&set->alloc_lock);
 	set->gc_running = true;
 	for (i = set->first_bucket; i < set->nbuckets; i++) {
+		struct bch_bucket *b = &set->buckets[i];
+
 		bch_alloc_relax(set, i);
-		set->buckets[i].sectors = 0;
-		set->buckets[i].dirty = 0;
+		b->gc_sectors = 0;
+		b->gc_dirty = 0;
+		b->gc_start_gen = b->gen;
 	}
 	for (i = 0; i < BCH_UUID_SLOTS; i++)
 		set->slots[i].gc_dirty = 0;
 	spin_unlock(&set->alloc_lock);
 }
 
+/* The pass's counts become the running ones; lock held. */
+static void bch_alloc_gc_counts(struct bch_cache_set *set, struct bch_bucket *b)
+{
+	b->sectors = b->gc_sectors;
+	b->dirty = b->gc_dirty;
+}
+
 /*
- * After a GC pass has counted live sectors: empty data buckets are freed
- * and every bucket's gen is noted: GC has dropped every key older than
- * that, and once the checkpoint is durable, so has the disk.
+ * The pass is done (btree lock held for write): its counts are exact, so
+ * empty data buckets are freed. Once the checkpoint is durable, no key
+ * on disk is older than the gens the pass started with.
  */
 void bch_alloc_gc_finish(struct bch_cache_set *set)
 {
@@ -447,15 +475,40 @@ void bch_alloc_gc_finish(struct bch_cache_set *set)
 		struct bch_bucket *b = &set->buckets[i];
 
 		bch_alloc_relax(set, i);
+		bch_alloc_gc_counts(set, b);
 		if (b->state == BCH_B_DATA && !b->sectors &&
 		    !atomic_read(&b->pending))
 			bch_bucket_invalidate(set, i);
-		b->gc_gen = b->gen;
+		b->gc_gen = b->gc_start_gen;
 	}
 	for (i = 0; i < BCH_UUID_SLOTS; i++)
 		atomic64_set(&set->slots[i].dirty, set->slots[i].gc_dirty);
-	set->need_gc = false;
+	set->need_gc = set->gc_again;
+	set->gc_again = false;
 	set->gc_running = false;
+	spin_unlock(&set->alloc_lock);
+}
+
+/* A failed pass counted only part of the index: the running counts stay. */
+void bch_alloc_gc_abort(struct bch_cache_set *set)
+{
+	spin_lock(&set->alloc_lock);
+	set->gc_running = false;
+	spin_unlock(&set->alloc_lock);
+}
+
+/* At open, the initial pass's counts, before the allocator starts. */
+void bch_alloc_gc_take(struct bch_cache_set *set)
+{
+	u64 i;
+
+	spin_lock(&set->alloc_lock);
+	for (i = set->first_bucket; i < set->nbuckets; i++) {
+		bch_alloc_relax(set, i);
+		bch_alloc_gc_counts(set, &set->buckets[i]);
+	}
+	for (i = 0; i < BCH_UUID_SLOTS; i++)
+		atomic64_set(&set->slots[i].dirty, set->slots[i].gc_dirty);
 	spin_unlock(&set->alloc_lock);
 }
 
@@ -490,24 +543,6 @@ void bch_alloc_checkpoint_end(struct bch_cache_set *set, bool done)
 			b->last_gc = b->gc_gen;
 	}
 	set->cp_window = false;
-	spin_unlock(&set->alloc_lock);
-}
-
-/* A failed pass counted only part of the index: trust nothing it did. */
-void bch_alloc_gc_abort(struct bch_cache_set *set)
-{
-	u64 i;
-
-	spin_lock(&set->alloc_lock);
-	for (i = set->first_bucket; i < set->nbuckets; i++) {
-		bch_alloc_relax(set, i);
-		if (set->buckets[i].state == BCH_B_DATA ||
-		    set->buckets[i].state == BCH_B_OPEN) {
-			set->buckets[i].sectors = 1;	/* not empty */
-			set->buckets[i].dirty = 1;	/* nor clean */
-		}
-	}
-	set->gc_running = false;
 	spin_unlock(&set->alloc_lock);
 }
 

@@ -56,6 +56,7 @@ struct bch_node {
 	bool		need_cow;	/* compacted since written */
 	bool		accessed;	/* looked up since the clock last passed */
 	u64		flushed;	/* b->flush_gen when a flush last passed */
+	u64		gc_gen;		/* b->gc_gen when a GC pass entered */
 	struct bch_bset	sets[BCH_BTREE_MAX_SETS];
 };
 
@@ -323,19 +324,30 @@ static struct bch_bkey *node_search(const struct bch_node *n, u32 inode, u64 end
 	return best;
 }
 
+/* The position right after key @k, if there is one. */
+static bool key_after(const struct bch_bkey *k, u32 *inode, u64 *end)
+{
+	*inode = k->inode;
+	*end = k->end + 1;
+	if (k->end < U64_MAX)
+		return true;
+	*inode = k->inode + 1;
+	*end = 0;
+	return k->inode < U32_MAX;
+}
+
 /*
  * The live key after @prev (NULL: the first). Walks by position, not by
  * index, so they survive changes to the node between steps.
  */
 static struct bch_bkey *node_next(const struct bch_node *n, const struct bch_bkey *prev)
 {
-	if (!prev)
-		return node_search(n, 0, 0);
-	if (prev->end < U64_MAX)
-		return node_search(n, prev->inode, prev->end + 1);
-	if (prev->inode < U32_MAX)
-		return node_search(n, prev->inode + 1, 0);
-	return NULL;
+	u64 end = 0;
+	u32 inode = 0;
+
+	if (prev && !key_after(prev, &inode, &end))
+		return NULL;
+	return node_search(n, inode, end);
 }
 
 /* The child of interior node @n that holds key (inode, end), if resident. */
@@ -773,55 +785,97 @@ int bch_btree_lookup_load(struct bch_btree *b, u32 inode, u64 start, u64 end,
 	}
 }
 
-static int node_gc(struct bch_btree *b, struct bch_node *n,
-		   void (*fn)(struct bch_btree *b, const struct bch_bkey *k, bool is_node,
-			      void *arg),
-		   void *arg)
+/*
+ * A GC pass enters @n: compact it if it holds garbage and report its own
+ * pointer; a leaf's live keys too. Interior nodes are entered once per
+ * pass (gc_gen), on the way to their first leaf.
+ */
+static void node_gc(struct bch_btree *b, struct bch_node *n, bch_btree_gc_fn fn,
+		    void *arg)
 {
-	struct bch_bkey *k, pos;
-	struct bch_node *c;
 	unsigned int i;
 	u32 j;
-	int ret;
 
-	/* A pass over a large index must not hog the CPU (it may sleep). */
-	cond_resched();
+	if (n->level && n->gc_gen == b->gc_gen)
+		return;
+	n->gc_gen = b->gc_gen;
 	if (node_has_garbage(b, n))
 		node_compact(b, n);
 	fn(b, &n->key, true, arg);
-	if (!n->level) {
-		for (i = 0; i < n->nsets; i++)
-			for (j = 0; j < n->sets[i].nkeys; j++)
-				fn(b, &n->sets[i].keys[j], false, arg);
-		return 0;
-	}
-	for (k = node_next(n, NULL); k; k = node_next(n, &pos)) {
-		u64 reads = b->reads;
-
-		pos = *k;
-		ret = node_get(b, n, &pos, &c);
-		if (ret)
-			return ret;
-		/* Read for the pass alone: first to go, not the working set. */
-		if (b->reads != reads && !list_empty(&c->lru))
-			list_move(&c->lru, &b->clean);
-		ret = node_gc(b, c, fn, arg);
-		if (ret)
-			return ret;
-		if (!c->level)
-			btree_evict(b);
-	}
-	return 0;
+	if (n->level)
+		return;
+	/* Compacted or clean of garbage: every key is live. */
+	for (i = 0; i < n->nsets; i++)
+		for (j = 0; j < n->sets[i].nkeys; j++)
+			fn(b, &n->sets[i].keys[j], false, arg);
 }
 
-int bch_btree_gc(struct bch_btree *b,
-		 void (*fn)(struct bch_btree *b, const struct bch_bkey *k, bool is_node,
-			    void *arg),
-		 void *arg)
+void bch_btree_gc_start(struct bch_btree *b)
 {
-	if (!b->root)
+	b->gc_gen++;
+	memset(&b->gc_pos, 0, sizeof(b->gc_pos));
+}
+
+/*
+ * Enter the leaf after gc_pos, and the nodes on the way to it. Leaves
+ * partition the key space and a split only divides a leaf, so the leaves
+ * at or below gc_pos are exactly those the pass has been through,
+ * whatever changed between steps. (No leaf ends at (0, 0): keys are never
+ * empty.)
+ */
+int bch_btree_gc_step(struct bch_btree *b, bch_btree_gc_fn fn, void *arg)
+{
+	struct bch_node *n = b->root;
+	u64 reads = b->reads, end;
+	struct bch_bkey *k;
+	u32 inode;
+	int ret;
+
+	if (!n)
 		return -EINVAL;
-	return node_gc(b, b->root, fn, arg);
+	if (!key_after(&b->gc_pos, &inode, &end))
+		return 0;
+	node_gc(b, n, fn, arg);
+	while (n->level) {
+		k = node_search(n, inode, end);
+		if (WARN_ON(!k))
+			return -EIO;	/* the last pointer is the max key */
+		ret = node_get(b, n, k, &n);
+		if (ret)
+			return ret;
+		node_gc(b, n, fn, arg);
+	}
+	/* Read for the pass alone: first to go, not the working set. */
+	if (b->reads != reads && !list_empty(&n->lru))
+		list_move(&n->lru, &b->clean);
+	b->gc_pos = n->key;
+	btree_evict(b);
+	return key_after(&b->gc_pos, &inode, &end);
+}
+
+u32 bch_btree_gc_passed(const struct bch_btree *b, const struct bch_bkey *k)
+{
+	const struct bch_bkey *pos = &b->gc_pos;
+	u64 start = bch_key_start(k);
+
+	if (k->inode != pos->inode)
+		return k->inode < pos->inode ? k->size : 0;
+	if (k->end <= pos->end)
+		return k->size;
+	return pos->end > start ? pos->end - start : 0;
+}
+
+int bch_btree_gc(struct bch_btree *b, bch_btree_gc_fn fn, void *arg)
+{
+	int ret;
+
+	bch_btree_gc_start(b);
+	do {
+		/* A pass over a large index must not hog the CPU (it may sleep). */
+		cond_resched();
+		ret = bch_btree_gc_step(b, fn, arg);
+	} while (ret > 0);
+	return ret;
 }
 
 /* IO. */

@@ -97,6 +97,8 @@ struct bch_btree {
 	u64		nclean;			/* on the clean list */
 	u64		flush_gen;		/* of the last flush started */
 	struct bch_bkey	flush_pos;		/* where it is */
+	u64		gc_gen;			/* of the last GC pass started */
+	struct bch_bkey	gc_pos;			/* the last leaf it went through */
 
 	/* Counters, for the status line and the tests. */
 	u64		nodes;			/* resident */
@@ -185,18 +187,32 @@ int bch_btree_read_all(struct bch_btree *b);
 /* Exclusive access: evict clean leaves down to max_leaves (a shrinker's call). */
 u64 bch_btree_evict(struct bch_btree *b, u64 max_leaves);
 
+typedef void (*bch_btree_gc_fn)(struct bch_btree *b, const struct bch_bkey *k,
+				bool is_node, void *arg);
+
 /*
- * Compact every node holding dead, deleted or hole keys; then call @fn for
- * every live leaf key (is_node false) and, with is_node true, for every
- * node's own pointer key (its bucket is k->ptr / bucket_sectors, its gen
- * k->gen), in no particular order. @fn must not change the tree. Reads
- * every node not in memory, evicting as it goes. Compacted nodes are
- * rewritten to new buckets by the next flush.
+ * A GC pass: compact every node holding dead, deleted or hole keys; then
+ * call @fn for every live leaf key (is_node false) and, with is_node true,
+ * for every node's own pointer key (its bucket is k->ptr / bucket_sectors,
+ * its gen k->gen), in no particular order. @fn must not change the tree.
+ * Reads every node not in memory, evicting as it goes. Compacted nodes
+ * are rewritten to new buckets by the next flush.
  */
-int bch_btree_gc(struct bch_btree *b,
-		 void (*fn)(struct bch_btree *b, const struct bch_bkey *k, bool is_node,
-			    void *arg),
-		 void *arg);
+int bch_btree_gc(struct bch_btree *b, bch_btree_gc_fn fn, void *arg);
+/*
+ * The same a leaf per step, for a caller that lets others change the tree
+ * between them: bch_btree_gc_start(), then bch_btree_gc_step() until it
+ * returns 0, each with exclusive access. @fn then sees each key in the
+ * tree at the start that is still there when the pass reaches it, and of
+ * the keys inserted meanwhile those it reaches: the part of a key that
+ * bch_btree_gc_passed() says is behind the pass when it is inserted is
+ * not seen. Nodes a split makes behind the pass are not reported. Returns
+ * 1 while there is more to do, or an error (the pass is then abandoned).
+ */
+void bch_btree_gc_start(struct bch_btree *b);
+int bch_btree_gc_step(struct bch_btree *b, bch_btree_gc_fn fn, void *arg);
+/* Sectors of @k the pass under way has gone by (all once it is done). */
+u32 bch_btree_gc_passed(const struct bch_btree *b, const struct bch_bkey *k);
 
 /* Levels in the tree (1 = the root is a leaf). */
 static inline unsigned int bch_btree_depth(const struct bch_btree *b)

@@ -61,9 +61,12 @@ struct bch_bucket {
 	u8	gc_gen;		/* gen at the last GC, until it is checkpointed */
 	u8	flags;		/* BCH_BUCKET_* */
 	u8	state;		/* enum bch_bucket_state */
+	u8	gc_start_gen;	/* gen when the GC pass under way began */
 	atomic_t pending;	/* fills allocated here, key not yet inserted */
-	u32	sectors;	/* live sectors (exact after GC) */
-	u32	dirty;		/* dirty sectors: exact after GC, else more */
+	u32	sectors;	/* live sectors (exact after GC, else more) */
+	u32	dirty;		/* dirty sectors (exact after GC, else more) */
+	/* The GC pass under way counts into these (gc.c). */
+	u32	gc_sectors, gc_dirty;
 };
 
 struct bch_prio_tunables {
@@ -144,6 +147,7 @@ struct bch_cache_set {
 	bool			need_gc;
 	unsigned long		gc_allowed;	/* jiffies: reclaim's next GC */
 	bool			gc_running;
+	bool			gc_again;	/* what it counted died meanwhile */
 	/* Nodes may take the last free buckets (btree lock held for write). */
 	bool			btree_drain;
 	bool			cp_window;	/* a checkpoint is writing the index */
@@ -306,6 +310,7 @@ int bch_alloc_data(struct bch_cache_set *set, u32 sectors, u64 *ptr, u8 *gen,
 		   u32 *got);
 void bch_alloc_done(struct bch_cache_set *set, u64 ptr, u32 inserted);
 void bch_alloc_done_dirty(struct bch_cache_set *set, u64 ptr, u32 inserted);
+void bch_alloc_cleaned(struct bch_cache_set *set, const struct bch_bkey *k);
 void bch_alloc_abort(struct bch_cache_set *set, u64 ptr);
 int bch_alloc_btree(struct bch_cache_set *set, u64 *bucket, u8 *gen);
 void bch_free_btree(struct bch_cache_set *set, u64 bucket, bool by_checkpoint);
@@ -315,6 +320,7 @@ void bch_account_io(struct bch_cache_set *set, u32 sectors);
 void bch_alloc_gc_start(struct bch_cache_set *set);
 void bch_alloc_gc_finish(struct bch_cache_set *set);
 void bch_alloc_gc_abort(struct bch_cache_set *set);
+void bch_alloc_gc_take(struct bch_cache_set *set);
 void bch_alloc_checkpoint_start(struct bch_cache_set *set);
 void bch_alloc_checkpoint_end(struct bch_cache_set *set, bool done);
 void bch_alloc_persist_fill(struct bch_cache_set *set, struct bch_bucket_disk *d);
@@ -333,8 +339,10 @@ void bch_index_free(struct bch_cache_set *set);
 
 /* gc.c */
 void bch_gc_init(struct bch_cache_set *set);
-int bch_gc_pass(struct bch_cache_set *set);
+int bch_gc_pass(struct bch_cache_set *set, bool fuzzy);
 int bch_gc_initial(struct bch_cache_set *set);
+void bch_gc_inserted(struct bch_cache_set *set, const struct bch_bkey *k);
+void bch_gc_cleaned(struct bch_cache_set *set, const struct bch_bkey *k);
 bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k);
 
 /* super.c: callable from bio completion */

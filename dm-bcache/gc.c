@@ -10,28 +10,86 @@
  * such buckets and asks for a pass. A pass is always part of a
  * checkpoint (index.c), and last_gc moves only once that is durable, so
  * no key on disk is ever more than 2 * BCH_GC_GEN_MAX gens behind.
+ *
+ * A pass goes a leaf at a time, and IO goes on between the leaves. It
+ * counts into shadow counts (gc_sectors, gc_dirty) while the allocator
+ * goes by the running ones, which only ever count too much: a key is
+ * counted by the pass when the pass reaches it, or, if it is inserted
+ * behind the pass, by the insert (bch_gc_inserted()). At the end the
+ * shadow counts are exact for every key then in the index and replace
+ * the running ones.
  */
 #include <linux/delay.h>
 
 #include "dm-bcache.h"
 
-static void bch_gc_mark(struct bch_btree *b, const struct bch_bkey *k,
-			bool is_node, void *arg)
+static struct bch_bucket *bch_gc_bucket(struct bch_cache_set *set,
+					const struct bch_bkey *k)
 {
-	struct bch_cache_set *set = arg;
 	u64 bucket = k->ptr / set->bucket_size;
 
 	if (bucket < set->first_bucket || bucket >= set->nbuckets)
+		return NULL;
+	return &set->buckets[bucket];
+}
+
+/* Count @sectors of live key @k, dirty or not; btree lock held for write. */
+static void bch_gc_count(struct bch_cache_set *set, const struct bch_bkey *k,
+			 u32 sectors)
+{
+	struct bch_bucket *b = bch_gc_bucket(set, k);
+
+	if (!b || !sectors)
 		return;
-	if (is_node) {
-		set->buckets[bucket].state = BCH_B_BTREE;
-		return;
-	}
-	set->buckets[bucket].sectors += k->size;
+	b->gc_sectors += sectors;
 	if (k->flags & BCH_KEY_DIRTY) {
-		set->buckets[bucket].dirty += k->size;
-		set->slots[k->inode % BCH_UUID_SLOTS].gc_dirty += k->size;
+		b->gc_dirty += sectors;
+		set->slots[k->inode % BCH_UUID_SLOTS].gc_dirty += sectors;
 	}
+}
+
+static void bch_gc_mark(struct bch_btree *btree, const struct bch_bkey *k,
+			bool is_node, void *arg)
+{
+	if (!is_node)
+		bch_gc_count(arg, k, k->size);
+}
+
+/* At open, the pass also finds the buckets of the nodes. */
+static void bch_gc_mark_initial(struct bch_btree *btree, const struct bch_bkey *k,
+				bool is_node, void *arg)
+{
+	struct bch_bucket *b = bch_gc_bucket(arg, k);
+
+	if (is_node && b)
+		b->state = BCH_B_BTREE;
+	bch_gc_mark(btree, k, is_node, arg);
+}
+
+/* A key inserted where the pass under way has been: count it for the pass. */
+void bch_gc_inserted(struct bch_cache_set *set, const struct bch_bkey *k)
+{
+	lockdep_assert_held_write(&set->btree_lock);
+	if (set->gc_running && !(k->flags & BCH_KEY_HOLE))
+		bch_gc_count(set, k, bch_btree_gc_passed(&set->btree, k));
+}
+
+/*
+ * Dirty key @k, still in the index, is about to be marked clean: if the
+ * pass has counted it, it counts clean now.
+ */
+void bch_gc_cleaned(struct bch_cache_set *set, const struct bch_bkey *k)
+{
+	struct bch_bucket *b = bch_gc_bucket(set, k);
+	u32 n;
+
+	lockdep_assert_held_write(&set->btree_lock);
+	if (!set->gc_running || !b || !(k->flags & BCH_KEY_DIRTY))
+		return;
+	n = bch_btree_gc_passed(&set->btree, k);
+	b->gc_dirty -= min(b->gc_dirty, n);
+	set->slots[k->inode % BCH_UUID_SLOTS].gc_dirty -=
+		min(set->slots[k->inode % BCH_UUID_SLOTS].gc_dirty, (u64)n);
 }
 
 /* A key's data is gone if its origin was invalidated or its bucket reused. */
@@ -45,18 +103,31 @@ bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 }
 
 /*
- * Compact and count, with the btree lock held for write; the checkpoint
- * that called it makes the result durable.
+ * Compact and count, with the btree lock held for write and, if @fuzzy,
+ * let go between leaves; the checkpoint that called it makes the result
+ * durable. Returns with the lock held.
  */
-int bch_gc_pass(struct bch_cache_set *set)
+int bch_gc_pass(struct bch_cache_set *set, bool fuzzy)
 {
 	int r;
 
 	lockdep_assert_held_write(&set->btree_lock);
 	bch_alloc_gc_start(set);
-	r = bch_btree_gc(&set->btree, bch_gc_mark, set);
+	bch_btree_gc_start(&set->btree);
+	for (;;) {
+		r = bch_btree_gc_step(&set->btree, bch_gc_mark, set);
+		if (r <= 0)
+			break;
+		if (fuzzy) {
+			up_write(&set->btree_lock);
+			cond_resched();
+			down_write(&set->btree_lock);
+		} else {
+			cond_resched();
+		}
+	}
 	if (r) {
-		/* Counts are partial: keep everything and retry later. */
+		/* Counts are partial: keep the running ones and retry later. */
 		DMERR_LIMIT("%s: gc failed: %d", set->name, r);
 		bch_alloc_gc_abort(set);
 	} else {
@@ -66,13 +137,15 @@ int bch_gc_pass(struct bch_cache_set *set)
 	return r;
 }
 
-/* The initial pass at open: it also finds the buckets of the nodes. */
+/* The initial pass at open, before the allocator has started. */
 int bch_gc_initial(struct bch_cache_set *set)
 {
 	int r;
 
 	down_write(&set->btree_lock);
-	r = bch_btree_gc(&set->btree, bch_gc_mark, set);
+	r = bch_btree_gc(&set->btree, bch_gc_mark_initial, set);
+	if (!r)
+		bch_alloc_gc_take(set);
 	up_write(&set->btree_lock);
 	return r;
 }

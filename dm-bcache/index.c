@@ -238,12 +238,16 @@ static int bch_replay_mark(struct bch_cache_set *set, const struct bch_bkey *k,
 			   void *arg)
 {
 	struct bch_bucket *b = &set->buckets[k->ptr / set->bucket_size];
+	unsigned int slot = k->inode % BCH_UUID_SLOTS;
 
 	if (!(k->flags & BCH_KEY_HOLE) && k->gen == b->gen) {
 		b->sectors += k->size;
-		/* Reclaim may run before the checkpoint's GC counts exactly. */
-		if (k->flags & BCH_KEY_DIRTY)
+		/* Counted twice if it overwrote dirty data: exact after GC. */
+		if (k->flags & BCH_KEY_DIRTY) {
 			b->dirty += k->size;
+			if (k->inode == bch_slot_inode(set, slot))
+				atomic64_add(k->size, &set->slots[slot].dirty);
+		}
 	}
 	return 0;
 }
@@ -342,6 +346,8 @@ int bch_index_insert(struct bch_cache_set *set, const struct bch_bkey *k)
 		return -ENOMEM;
 	bch_index_budget(set);
 	r = bch_btree_insert(b, k);
+	if (!r)
+		bch_gc_inserted(set, k);
 	/* Changed leaves stay until a checkpoint writes them: bound them. */
 	if (b->leaves - b->nclean > b->max_leaves + BCH_DIRTY_LEAVES_SLACK)
 		queue_work(set->wq, &set->gc_work);
@@ -451,11 +457,12 @@ static void bch_checkpoint_failed(struct bch_cache_set *set, int r)
  * Make the index durable and free the journal: write every dirty node,
  * then point the superblock at the new root and at where the journal
  * was when the checkpoint began. A GC pass comes first if @gc or if the
- * allocator asked for one (need_gc): it costs a walk over every key with
- * IO stopped, and a checkpoint that only frees the journal has no use
- * for it. The nodes are written with IO going on between them, unless
- * the journal overflowed: its entries then stop short of keys the index
- * holds, and the lock is held throughout (bch_journal_checkpoint_start()).
+ * allocator asked for one (need_gc): it costs a walk over every key,
+ * and a checkpoint that only frees the journal has no use for it. The
+ * pass and the writes go a node at a time with IO going on in between,
+ * unless the journal overflowed: its entries then stop short of keys the
+ * index holds, and the lock is held throughout
+ * (bch_journal_checkpoint_start()).
  * Node buckets the old checkpoint named are freed only after that, and
  * last_gc moves only then. If the device fails it, every origin is
  * invalidated before the writes it held go on, so none of them can leave
@@ -473,14 +480,12 @@ int bch_checkpoint(struct bch_cache_set *set, bool gc)
 	mutex_lock(&set->checkpoint_lock);
 	down_write(&set->btree_lock);
 	fuzzy = bch_journal_checkpoint_start(set, &seq, &pos);
-	set->btree_drain = true;
 	if (bch_fault(BCH_FAULT_CHECKPOINT))
 		r = -ENOMEM;
 	else if (gc || READ_ONCE(set->need_gc))
-		r = bch_gc_pass(set);
+		r = bch_gc_pass(set, fuzzy);
 	else
 		r = 0;
-	set->btree_drain = false;
 	if (!r)
 		r = bch_index_write(set, fuzzy, &root, &level);
 	if (!r)

@@ -380,9 +380,18 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 		r = bch_sb_write(set);
 	}
 	mutex_unlock(&set->lock);
-	/* The replayed index on disk, the journal empty, the counts exact. */
+	/*
+	 * The replayed index on disk and the journal empty. The counts the
+	 * replay added to may count some sectors twice: the next checkpoint's
+	 * GC pass, which runs beside the IO, makes them exact.
+	 */
 	if (!r)
-		r = bch_checkpoint_sync(set, true);
+		r = bch_checkpoint_sync(set, false);
+	if (!r) {
+		spin_lock(&set->alloc_lock);
+		set->need_gc = true;
+		spin_unlock(&set->alloc_lock);
+	}
 	if (r) {
 		*error = "cannot write the cache metadata";
 		goto err;

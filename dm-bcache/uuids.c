@@ -95,10 +95,14 @@ static void bch_slots_publish(struct bch_cache_set *set)
 			dropped = true;
 		WRITE_ONCE(set->slots[i].inode, inode);
 	}
-	/* What an old epoch cached is dead: the next checkpoint's GC frees it. */
+	/*
+	 * What an old epoch cached is dead: the next checkpoint's GC frees
+	 * it. A pass under way may have counted some of it already.
+	 */
 	if (dropped) {
 		spin_lock(&set->alloc_lock);
 		set->need_gc = true;
+		set->gc_again = set->gc_running;
 		spin_unlock(&set->alloc_lock);
 	}
 }

@@ -341,7 +341,7 @@ static void bch_wb_mark_clean(struct bch_target *bt, struct bch_wb_extent *ext,
 {
 	struct bch_cache_set *set = bt->set;
 	u32 inode = bch_slot_inode(set, bt->slot);
-	struct bch_bkey k;
+	struct bch_bkey k, dirty;
 	unsigned int i;
 
 	down_write(&set->btree_lock);
@@ -355,9 +355,11 @@ static void bch_wb_mark_clean(struct bch_target *bt, struct bch_wb_extent *ext,
 		    k.size != e->size || k.ptr != e->ptr || k.gen != e->gen ||
 		    !(k.flags & BCH_KEY_DIRTY))
 			continue;
+		dirty = k;
 		k.flags &= ~BCH_KEY_DIRTY;
 		if (bch_index_insert(set, &k))
 			continue;	/* still dirty: the next walk retries */
+		bch_alloc_cleaned(set, &dirty);
 		bch_journal_add(set, &k, NULL);
 		atomic64_sub(k.size, &set->slots[bt->slot].dirty);
 		atomic64_add(k.size, &bt->wb.written);
