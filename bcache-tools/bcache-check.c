@@ -71,6 +71,7 @@ static struct {
 	char	root_why[256];	/* the superblock's root is invalid */
 	bool	index_present;	/* a checkpoint, or journal keys */
 	bool	index_bad;	/* the index must be dropped */
+	bool	state_bad;	/* the bucket states must not be used */
 
 	/* the journal, as replay will find it */
 	u64	jkeys;		/* keys in good entries */
@@ -270,12 +271,14 @@ static unsigned int scan_prio(struct bch_cache *c, const struct bch_bucket_disk 
 			}
 			continue;
 		}
-		if (p[i].flags & ~(BCH_BUCKET_META | BCH_BUCKET_JOURNAL)) {
+		if (p[i].flags & ~(BCH_BUCKET_META | BCH_BUCKET_JOURNAL |
+				   BCH_BUCKET_STATE)) {
 			bad++;
 			if (report)
 				problem(&k_prio, "bucket array copy %u: bucket %llu has unknown flags 0x%x",
 					copy, (unsigned long long)i,
-					p[i].flags & ~(BCH_BUCKET_META | BCH_BUCKET_JOURNAL));
+					p[i].flags & ~(BCH_BUCKET_META | BCH_BUCKET_JOURNAL |
+						       BCH_BUCKET_STATE));
 		}
 		if (meta != !!(p[i].flags & BCH_BUCKET_META)) {
 			bad++;
@@ -717,6 +720,13 @@ static void check_node(struct bch_cache *c, struct walk *w, const struct bch_bke
 			(unsigned long long)bucket, k->gen, c->prio[bucket].gen);
 		S.index_bad = true;
 	}
+	/* The kernel's open would hand the bucket out: see BCH_BUCKET_STATE. */
+	if (bch_bucket_state_valid(&c->sb) &&
+	    !(c->prio[bucket].flags & BCH_BUCKET_BTREE)) {
+		problem(&k_prio, "index node in bucket %llu, which the bucket array does not mark as one",
+			(unsigned long long)bucket);
+		S.state_bad = true;
+	}
 }
 
 static void check_live(struct bch_cache *c, struct walk *w, const struct bch_bkey *k)
@@ -765,6 +775,43 @@ static int cmp_extent(const void *l, const void *r)
 	const struct extent *a = l, *b = r;
 
 	return a->ptr < b->ptr ? -1 : a->ptr > b->ptr;
+}
+
+/*
+ * The bucket states an open reads instead of the index (BCH_BUCKET_STATE)
+ * must cover it; with no journal keys the index is the checkpoint's.
+ * After a clean shutdown no bucket is marked as a node without being one.
+ */
+static void check_states(struct bch_cache *c, struct walk *w, u64 jkeys)
+{
+	unsigned int i;
+	u64 n;
+
+	if (!bch_bucket_state_valid(&c->sb))
+		return;
+	for (n = c->first_bucket; n < c->nbuckets && !jkeys; n++) {
+		if (w->live_sectors[n] && !(c->prio[n].flags & BCH_BUCKET_DATA)) {
+			problem(&k_prio, "bucket %llu holds %u live sectors, but the bucket array does not mark it as data",
+				(unsigned long long)n, w->live_sectors[n]);
+			S.state_bad = true;
+		}
+	}
+	for (i = 0; i < BCH_UUID_SLOTS && !jkeys; i++) {
+		if (S.dirty[i] > le64toh(c->uuids[i].dirty)) {
+			problem(&k_uuid, "UUID slot %u: %llu dirty sectors, but the table says %llu",
+				i, (unsigned long long)S.dirty[i],
+				(unsigned long long)le64toh(c->uuids[i].dirty));
+			S.state_bad = true;
+		}
+	}
+	for (n = c->first_bucket; n < c->nbuckets && c->clean; n++) {
+		if ((c->prio[n].flags & BCH_BUCKET_BTREE) && !w->node[n] &&
+		    !c->node_level[n]) {
+			problem(&k_prio, "bucket %llu is marked as an index node, but the index does not name it (shut down cleanly: leaked)",
+				(unsigned long long)n);
+			S.state_bad = true;
+		}
+	}
 }
 
 /* After the walk: what needs every key seen. */
@@ -957,6 +1004,7 @@ static void check_index(struct bch_cache *c)
 	if (w.oom)
 		goto out;
 	check_space(c, &w);
+	check_states(c, &w, rp.keys);
 
 	for (n = c->first_bucket; n < c->nbuckets; n++)
 		used += !!w.live_sectors[n];
@@ -1134,7 +1182,7 @@ static int do_repair(struct bch_cache *c)
 		info("repair: refused: the check could not finish; nothing was written");
 		return -1;
 	}
-	if (!S.prio_bad && !S.uuid_fallback && !drop) {
+	if (!S.prio_bad && !S.uuid_fallback && !S.state_bad && !drop) {
 		info("repair: nothing to repair");
 		return 0;
 	}
@@ -1197,6 +1245,8 @@ static int do_repair(struct bch_cache *c)
 		sb.uuid_csum = sb.uuid_csum_other;
 		sb.uuid_csum_other = tmp;
 	}
+	/* The bucket states no longer describe what the index will be. */
+	sb.state_seq = 0;
 	/* What the superblock will name must be on the media first. */
 	if (bch_dev_sync(&c->dev))
 		goto fail;
@@ -1212,6 +1262,8 @@ static int do_repair(struct bch_cache *c)
 		     !pcur);
 	if (S.uuid_fallback)
 		info("repair: went back to the previous UUID table (copy %u)", ugood);
+	if (S.state_bad && !drop)
+		info("repair: the bucket states are no longer used: the next open counts the whole index");
 	if (drop)
 		info("repair: dropped the index and invalidated the data of %u UUID slot%s (written as UUID table copy %u)%s",
 		     bumped, bumped == 1 ? "" : "s", !ugood,

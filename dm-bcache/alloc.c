@@ -103,6 +103,39 @@ static void bch_bucket_invalidate(struct bch_cache_set *set, u64 i)
 		set->need_gc = true;
 }
 
+/*
+ * What an open reads instead of counting the index (BCH_BUCKET_STATE).
+ * The running counts never count too little (but for dirty data written
+ * back: bch_alloc_cleaned()), and a checkpoint writes the array after it
+ * began, so whenever the superblock names that checkpoint, every key it
+ * holds that the journal does not overwrite is counted here. Nodes it
+ * names are BTREE, or FREEING until the next.
+ */
+static u8 bch_bucket_state_flags(const struct bch_bucket *b)
+{
+	u8 f = 0;
+
+	switch (b->state) {
+	case BCH_B_BTREE:
+	case BCH_B_FREEING:
+	case BCH_B_FREEING_NEXT:
+		f = BCH_BUCKET_BTREE;
+		break;
+	case BCH_B_OPEN:
+	case BCH_B_DATA:
+		if (b->sectors || b->dirty)
+			f = BCH_BUCKET_DATA;
+		if (b->dirty)
+			f |= BCH_BUCKET_DIRTY;
+		break;
+	default:
+		break;
+	}
+	if ((u8)(b->gen - b->last_gc) >= BCH_GC_GEN_MAX / 2)
+		f |= BCH_BUCKET_GC_OLD;
+	return f;
+}
+
 /* The bucket array is being written (prio.c): take a consistent copy. */
 void bch_alloc_persist_fill(struct bch_cache_set *set, struct bch_bucket_disk *d)
 {
@@ -116,6 +149,8 @@ void bch_alloc_persist_fill(struct bch_cache_set *set, struct bch_bucket_disk *d
 		d[i].prio = cpu_to_le16(b->prio);
 		d[i].gen = b->gen;
 		d[i].flags = b->flags;
+		if (!b->flags)
+			d[i].flags |= bch_bucket_state_flags(b);
 		if (b->state == BCH_B_FREE_INC)
 			b->state = BCH_B_PERSISTING;
 	}
@@ -277,6 +312,7 @@ int bch_alloc_btree(struct bch_cache_set *set, u64 *bucket, u8 *gen)
 	b->state = BCH_B_BTREE;
 	b->prio = U16_MAX;
 	b->sectors = 0;
+	b->gc_seen = true;	/* in the index before the pass can miss it */
 	*gen = b->gen;
 	set->nr_btree++;
 out:
@@ -448,6 +484,7 @@ void bch_alloc_gc_start(struct bch_cache_set *set)
 		b->gc_sectors = 0;
 		b->gc_dirty = 0;
 		b->gc_start_gen = b->gen;
+		WRITE_ONCE(b->gc_seen, false);
 	}
 	for (i = 0; i < BCH_UUID_SLOTS; i++)
 		set->slots[i].gc_dirty = 0;
@@ -462,15 +499,40 @@ static void bch_alloc_gc_counts(struct bch_cache_set *set, struct bch_bucket *b)
 }
 
 /*
- * The pass is done (btree lock held for write): its counts are exact, so
- * empty data buckets are freed. Once the checkpoint is durable, no key
- * on disk is older than the gens the pass started with.
+ * The pass has been through the whole index (btree lock held for write).
+ * It goes on counting what is inserted until its checkpoint is durable.
  */
-void bch_alloc_gc_finish(struct bch_cache_set *set)
+void bch_alloc_gc_passed(struct bch_cache_set *set)
 {
-	u64 i;
-
 	spin_lock(&set->alloc_lock);
+	set->gc_passed = true;
+	spin_unlock(&set->alloc_lock);
+}
+
+/*
+ * The checkpoint the pass is part of is durable (@done; btree lock held
+ * for write), or failed. Only now may the pass's counts replace the
+ * running ones: an overwrite it saw may not be in the journal yet, and
+ * until the superblock names the new checkpoint, a crash would bring the
+ * overwritten key back, in a bucket the pass found empty. Then empty data
+ * buckets are freed, and so are node buckets the index does not name
+ * (made for a checkpoint a crash cut short, as an open from the bucket
+ * states finds them). No key on disk is older than the gens the pass
+ * started with. A failed checkpoint drops the pass: the next one runs
+ * another.
+ */
+void bch_alloc_gc_apply(struct bch_cache_set *set, bool done)
+{
+	u64 i, orphans = 0;
+
+	lockdep_assert_held_write(&set->btree_lock);
+	spin_lock(&set->alloc_lock);
+	if (!set->gc_running || !set->gc_passed || !done) {
+		set->gc_running = false;
+		set->gc_passed = false;
+		spin_unlock(&set->alloc_lock);
+		return;
+	}
 	for (i = set->first_bucket; i < set->nbuckets; i++) {
 		struct bch_bucket *b = &set->buckets[i];
 
@@ -479,22 +541,22 @@ void bch_alloc_gc_finish(struct bch_cache_set *set)
 		if (b->state == BCH_B_DATA && !b->sectors &&
 		    !atomic_read(&b->pending))
 			bch_bucket_invalidate(set, i);
-		b->gc_gen = b->gc_start_gen;
+		if (b->state == BCH_B_BTREE && !b->gc_seen) {
+			b->state = BCH_B_FREEING;
+			orphans++;
+		}
+		b->last_gc = b->gc_start_gen;
 	}
 	for (i = 0; i < BCH_UUID_SLOTS; i++)
 		atomic64_set(&set->slots[i].dirty, set->slots[i].gc_dirty);
 	set->need_gc = set->gc_again;
 	set->gc_again = false;
 	set->gc_running = false;
+	set->gc_passed = false;
 	spin_unlock(&set->alloc_lock);
-}
-
-/* A failed pass counted only part of the index: the running counts stay. */
-void bch_alloc_gc_abort(struct bch_cache_set *set)
-{
-	spin_lock(&set->alloc_lock);
-	set->gc_running = false;
-	spin_unlock(&set->alloc_lock);
+	if (orphans)
+		DMINFO("%s: gc: %llu node buckets the index does not name are freed",
+		       set->name, orphans);
 }
 
 /* At open, the initial pass's counts, before the allocator starts. */
@@ -539,8 +601,6 @@ void bch_alloc_checkpoint_end(struct bch_cache_set *set, bool done)
 			bch_bucket_invalidate(set, i);
 		else if (b->state == BCH_B_FREEING_NEXT)
 			b->state = BCH_B_FREEING;
-		if (done)
-			b->last_gc = b->gc_gen;
 	}
 	set->cp_window = false;
 	spin_unlock(&set->alloc_lock);
@@ -564,8 +624,6 @@ void bch_alloc_load(struct bch_cache_set *set)
 		struct bch_bucket *b = &set->buckets[i];
 
 		bch_alloc_relax(set, i);
-		b->last_gc = b->gen;
-		b->gc_gen = b->gen;
 		if (b->flags & BCH_BUCKET_META) {
 			b->state = BCH_B_META;
 		} else if (b->flags & BCH_BUCKET_JOURNAL) {

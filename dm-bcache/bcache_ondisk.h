@@ -150,7 +150,10 @@ struct bch_sb_disk {
 	__le64	journal_seq;	/* seq of the first entry to replay */
 	__le64	journal_pos;	/* its sector, counted from the ring start */
 
-	__u8	reserved[BCH_SB_SIZE - 288];
+	/* If it equals seq, the bucket states are valid (BCH_BUCKET_STATE). */
+	__le64	state_seq;
+
+	__u8	reserved[BCH_SB_SIZE - 296];
 } __packed;
 
 /* One entry per bucket, on disk next to the superblock. */
@@ -162,6 +165,29 @@ struct bch_bucket_disk {
 
 #define BCH_BUCKET_META		BIT(0)	/* holds sb/array/uuids */
 #define BCH_BUCKET_JOURNAL	BIT(1)	/* part of the journal ring */
+/*
+ * Bucket states, so that an open need not read the whole index: they are
+ * valid only while the superblock's state_seq equals its own seq (0 never
+ * does). A writer that keeps them valid sets it so at every superblock
+ * write; any other write (an older version's, a repair's) leaves it
+ * behind, or sets it to 0.
+ * While valid, every bucket holding a node of the checkpoint is BTREE;
+ * every bucket holding the data of a key of the checkpoint that the
+ * journal does not overwrite and that matches the bucket's gen is DATA,
+ * and DIRTY if such a key is dirty; no key of the checkpoint or the
+ * journal pointing into a data bucket has a gen more than 31 below the
+ * bucket's (63 if GC_OLD); and each slot's dirty field is at least the
+ * dirty sectors of its epoch among those keys. Dirty data already
+ * written back to the origin may be left out of DIRTY and of the slot's
+ * count. The journal's own keys are counted at open as they are
+ * replayed. More may be marked than holds.
+ */
+#define BCH_BUCKET_BTREE	BIT(2)
+#define BCH_BUCKET_DATA		BIT(3)
+#define BCH_BUCKET_DIRTY	BIT(4)
+#define BCH_BUCKET_GC_OLD	BIT(5)
+#define BCH_BUCKET_STATE	(BCH_BUCKET_BTREE | BCH_BUCKET_DATA | \
+				 BCH_BUCKET_DIRTY | BCH_BUCKET_GC_OLD)
 
 /* One slot per origin. */
 struct bch_uuid_disk {
@@ -173,7 +199,8 @@ struct bch_uuid_disk {
 	__le32	epoch;		/* bumped to invalidate all the slot's data */
 	__le32	flags;		/* BCH_UUID_* */
 	__le32	fingerprint;	/* crc32c of origin sectors [0, 8) at detach */
-	__u8	pad[44];
+	__le64	dirty;		/* dirty sectors (see BCH_BUCKET_STATE) */
+	__u8	pad[36];
 } __packed;
 
 #define BCH_UUID_VALID		BIT(0)	/* slot in use */
@@ -236,6 +263,12 @@ struct bch_jset_disk {
 
 #define BCH_JSET_MAGIC		0x6a736574	/* "jset" */
 #define BCH_JSET_MAX_SECTORS	128		/* 64 KiB */
+
+/* Are the bucket states and slot dirty counts valid (BCH_BUCKET_STATE)? */
+static inline int bch_bucket_state_valid(const struct bch_sb_disk *sb)
+{
+	return sb->state_seq && sb->state_seq == sb->seq;
+}
 
 static_assert(sizeof(struct bch_bkey_disk) == 32, "bkey size");
 static_assert(sizeof(struct bch_sb_disk) == BCH_SB_SIZE, "sb size");

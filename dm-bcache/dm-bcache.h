@@ -58,13 +58,13 @@ struct bch_bucket {
 	u16	prio;
 	u8	gen;
 	u8	last_gc;	/* gen at the last checkpointed GC */
-	u8	gc_gen;		/* gen at the last GC, until it is checkpointed */
 	u8	flags;		/* BCH_BUCKET_* */
 	u8	state;		/* enum bch_bucket_state */
 	u8	gc_start_gen;	/* gen when the GC pass under way began */
+	bool	gc_seen;	/* a node the pass under way found or made */
 	atomic_t pending;	/* fills allocated here, key not yet inserted */
-	u32	sectors;	/* live sectors (exact after GC, else more) */
-	u32	dirty;		/* dirty sectors (exact after GC, else more) */
+	u32	sectors;	/* live sectors: never fewer (a GC pass recounts) */
+	u32	dirty;		/* dirty sectors: never fewer, but for written back */
 	/* The GC pass under way counts into these (gc.c). */
 	u32	gc_sectors, gc_dirty;
 };
@@ -105,7 +105,8 @@ struct bch_slot {
 	unsigned int		fp_writes;	/* let go, not completed */
 	struct bch_track	*track;		/* BCH_TRACKS: enum bch_track_kind */
 	u32			inode;		/* bch_slot_inode() */
-	atomic64_t		dirty;		/* sectors; exact after GC */
+	atomic64_t		dirty;		/* sectors; never fewer */
+	atomic64_t		dirty_inserts;	/* dirty keys indexed, ever */
 	u64			gc_dirty;	/* counted by the GC pass */
 };
 
@@ -147,6 +148,9 @@ struct bch_cache_set {
 	bool			need_gc;
 	unsigned long		gc_allowed;	/* jiffies: reclaim's next GC */
 	bool			gc_running;
+	bool			gc_passed;	/* it went through the index */
+	/* The bucket states on disk are ours (BCH_BUCKET_STATE); set->lock. */
+	bool			states_ok;
 	bool			gc_again;	/* what it counted died meanwhile */
 	/* Nodes may take the last free buckets (btree lock held for write). */
 	bool			btree_drain;
@@ -229,6 +233,12 @@ struct bch_writeback {
 	struct work_struct	resubmit_work;	/* sends them on */
 	void			*buf;		/* one batch of data */
 	u64			cursor;		/* origin sector to go on from */
+	/*
+	 * Batches in a row that found nothing dirty: where the first
+	 * began, how far they went, and the slot's dirty_inserts then.
+	 */
+	bool			clean_run;
+	u64			clean_from, clean_sectors, clean_inserts;
 	unsigned int		percent;	/* writeback_percent tunable */
 	bool			running;	/* writeback_running tunable */
 	atomic_t		flushing;	/* someone waits for dirty == 0 */
@@ -300,6 +310,7 @@ bool bch_slot_fp_begin(struct bch_cache_set *set, unsigned int slot,
 int bch_slot_fp_begin_sync(struct bch_cache_set *set, unsigned int slot);
 void bch_slot_fp_end(struct bch_cache_set *set, unsigned int slot);
 u32 bch_slot_inode(struct bch_cache_set *set, unsigned int slot);
+void bch_uuids_load_dirty(struct bch_cache_set *set);
 void bch_uuids_work(struct work_struct *work);
 
 /* alloc.c */
@@ -318,8 +329,8 @@ bool bch_ptr_stale(struct bch_cache_set *set, u64 ptr, u8 gen);
 void bch_bucket_hit(struct bch_cache_set *set, u64 ptr, u32 sectors);
 void bch_account_io(struct bch_cache_set *set, u32 sectors);
 void bch_alloc_gc_start(struct bch_cache_set *set);
-void bch_alloc_gc_finish(struct bch_cache_set *set);
-void bch_alloc_gc_abort(struct bch_cache_set *set);
+void bch_alloc_gc_passed(struct bch_cache_set *set);
+void bch_alloc_gc_apply(struct bch_cache_set *set, bool done);
 void bch_alloc_gc_take(struct bch_cache_set *set);
 void bch_alloc_checkpoint_start(struct bch_cache_set *set);
 void bch_alloc_checkpoint_end(struct bch_cache_set *set, bool done);
@@ -402,6 +413,7 @@ bool bch_fault(enum bch_fault_point point);
 /* prio.c */
 int bch_prios_read(struct bch_cache_set *set, char **error);
 int bch_prios_write(struct bch_cache_set *set);
+bool bch_prios_load_state(struct bch_cache_set *set);
 
 /* checksum of on-disk structures: standard CRC-32C */
 u32 bch_crc32c(const void *buf, size_t len);

@@ -13,11 +13,12 @@
  *
  * A pass goes a leaf at a time, and IO goes on between the leaves. It
  * counts into shadow counts (gc_sectors, gc_dirty) while the allocator
- * goes by the running ones, which only ever count too much: a key is
+ * goes by the running ones, which never count too little: a key is
  * counted by the pass when the pass reaches it, or, if it is inserted
- * behind the pass, by the insert (bch_gc_inserted()). At the end the
- * shadow counts are exact for every key then in the index and replace
- * the running ones.
+ * behind the pass, by the insert (bch_gc_inserted()). The shadow counts
+ * replace the running ones once the checkpoint is durable
+ * (bch_alloc_gc_apply()), not before: an overwrite the pass saw may
+ * not be on disk until then.
  */
 #include <linux/delay.h>
 
@@ -51,8 +52,15 @@ static void bch_gc_count(struct bch_cache_set *set, const struct bch_bkey *k,
 static void bch_gc_mark(struct bch_btree *btree, const struct bch_bkey *k,
 			bool is_node, void *arg)
 {
-	if (!is_node)
+	struct bch_bucket *b;
+
+	if (!is_node) {
 		bch_gc_count(arg, k, k->size);
+		return;
+	}
+	b = bch_gc_bucket(arg, k);
+	if (b)
+		WRITE_ONCE(b->gc_seen, true);
 }
 
 /* At open, the pass also finds the buckets of the nodes. */
@@ -105,7 +113,7 @@ bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 /*
  * Compact and count, with the btree lock held for write and, if @fuzzy,
  * let go between leaves; the checkpoint that called it makes the result
- * durable. Returns with the lock held.
+ * durable, then applies it. Returns with the lock held.
  */
 int bch_gc_pass(struct bch_cache_set *set, bool fuzzy)
 {
@@ -129,9 +137,9 @@ int bch_gc_pass(struct bch_cache_set *set, bool fuzzy)
 	if (r) {
 		/* Counts are partial: keep the running ones and retry later. */
 		DMERR_LIMIT("%s: gc failed: %d", set->name, r);
-		bch_alloc_gc_abort(set);
+		bch_alloc_gc_apply(set, false);
 	} else {
-		bch_alloc_gc_finish(set);
+		bch_alloc_gc_passed(set);
 		atomic64_inc(&set->gc_runs);
 	}
 	return r;

@@ -128,10 +128,15 @@ static void bch_index_drop(struct bch_cache_set *set)
 	bch_btree_free(&set->btree);
 	bch_index_setup(set);
 	for (i = 0; i < set->nbuckets; i++) {
-		set->buckets[i].sectors = 0;
-		set->buckets[i].dirty = 0;
-		set->buckets[i].state = BCH_B_FREE;
+		struct bch_bucket *b = &set->buckets[i];
+
+		b->sectors = 0;
+		b->dirty = 0;
+		b->state = BCH_B_FREE;
+		b->last_gc = b->gen;
 	}
+	for (i = 0; i < BCH_UUID_SLOTS; i++)
+		atomic64_set(&set->slots[i].dirty, 0);
 }
 
 /*
@@ -269,12 +274,18 @@ static int bch_replay_none(struct bch_cache_set *set, const struct bch_bkey *k,
  * it. If the metadata is not @trusted, or either cannot be read, the index
  * starts empty and *@lost tells the caller to invalidate every origin. The
  * result is checkpointed at once, so the journal starts empty.
+ *
+ * What each bucket holds comes from the bucket array if its states are
+ * valid (BCH_BUCKET_STATE): then only the root and the leaves the replay
+ * needs are read, and the open takes time in proportion to the journal.
+ * Else an initial GC pass reads the whole index and counts it.
  */
 int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost)
 {
 	struct bch_btree *b = &set->btree;
 	struct bch_jpos end;
 	struct bch_bkey root;
+	bool states;
 	int r;
 
 	init_rwsem(&set->btree_lock);
@@ -283,10 +294,14 @@ int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost)
 	*lost = !trusted;
 
 	bch_bkey_unpack(&root, &set->sb->btree_root);
+	states = trusted && bch_prios_load_state(set);
+	if (states)
+		bch_uuids_load_dirty(set);
+	set->states_ok = states;
 	r = 0;
 	if (trusted && root.size) {
 		r = bch_btree_load(b, &root, le32_to_cpu(set->sb->btree_level));
-		if (!r)
+		if (!r && !states)
 			r = bch_gc_initial(set);
 	}
 	if (!r && trusted)
@@ -399,6 +414,32 @@ static int bch_index_write(struct bch_cache_set *set, bool fuzzy,
 	return r;
 }
 
+/*
+ * The bucket states and slot dirty counts the next open reads instead of
+ * the index, taken now that the checkpoint has begun (BCH_BUCKET_STATE).
+ * Any moment after its start will do, so the lock is let go if @fuzzy:
+ * the counts drop only when dirty data was written back, or when a GC
+ * pass is applied, which is once its checkpoint is durable.
+ */
+static int bch_checkpoint_state(struct bch_cache_set *set, bool fuzzy)
+{
+	int r;
+
+	if (fuzzy)
+		up_write(&set->btree_lock);
+	mutex_lock(&set->lock);
+	r = bch_uuids_write(set);
+	if (!r)
+		r = bch_prios_write(set);
+	/* Whatever the superblock names now, these hold for it. */
+	if (!r)
+		set->states_ok = true;
+	mutex_unlock(&set->lock);
+	if (fuzzy)
+		down_write(&set->btree_lock);
+	return r;
+}
+
 /* Point the superblock at @root and the journal past @seq, @pos. */
 static int bch_checkpoint_sb(struct bch_cache_set *set, const struct bch_bkey *root,
 			     unsigned int level, u64 seq, u64 pos)
@@ -489,9 +530,12 @@ int bch_checkpoint(struct bch_cache_set *set, bool gc)
 	if (!r)
 		r = bch_index_write(set, fuzzy, &root, &level);
 	if (!r)
+		r = bch_checkpoint_state(set, fuzzy);
+	if (!r)
 		r = bch_checkpoint_sb(set, &root, level, seq, pos);
 	/* A failed device: no IO may use it before the origins are dropped. */
 	bch_checkpoint_failed(set, r);
+	bch_alloc_gc_apply(set, !r);
 	if (fuzzy)
 		up_write(&set->btree_lock);
 	bch_alloc_checkpoint_end(set, !r);

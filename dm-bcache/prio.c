@@ -49,8 +49,7 @@ int bch_prios_read(struct bch_cache_set *set, char **error)
 		b->prio = le16_to_cpu(d[i].prio);
 		b->gen = d[i].gen;
 		b->last_gc = b->gen;
-		b->gc_gen = b->gen;
-		b->flags = d[i].flags;
+		b->flags = d[i].flags & (BCH_BUCKET_META | BCH_BUCKET_JOURNAL);
 		if (meta != !!(b->flags & BCH_BUCKET_META) ||
 		    (i >= jfirst && i < jfirst + jn) !=
 		    !!(b->flags & BCH_BUCKET_JOURNAL)) {
@@ -59,6 +58,36 @@ int bch_prios_read(struct bch_cache_set *set, char **error)
 		}
 	}
 	return 0;
+}
+
+/*
+ * Take the bucket states the array holds (BCH_BUCKET_STATE), instead of
+ * counting the index: valid only if the superblock says so. Metadata
+ * and journal buckets have none.
+ */
+bool bch_prios_load_state(struct bch_cache_set *set)
+{
+	struct bch_bucket_disk *d = set->prio_buf;
+	u64 i;
+
+	if (!bch_bucket_state_valid(set->sb))
+		return false;
+	for (i = set->first_bucket; i < set->nbuckets; i++) {
+		struct bch_bucket *b = &set->buckets[i];
+		u8 f = d[i].flags;
+
+		if (b->flags)
+			continue;
+		b->last_gc = b->gen - (f & BCH_BUCKET_GC_OLD ?
+				       BCH_GC_GEN_MAX - 1 : BCH_GC_GEN_MAX / 2 - 1);
+		if (f & BCH_BUCKET_BTREE)
+			b->state = BCH_B_BTREE;
+		else if (f & (BCH_BUCKET_DATA | BCH_BUCKET_DIRTY))
+			b->sectors = set->bucket_size;
+		if (f & BCH_BUCKET_DIRTY)
+			b->dirty = set->bucket_size;
+	}
+	return true;
 }
 
 int bch_prios_write(struct bch_cache_set *set)

@@ -1209,6 +1209,7 @@ static void bch_dirty_index_work(struct work_struct *work)
 	if (!r) {
 		bch_alloc_done_dirty(set, io->ptr, sectors);
 		atomic64_add(sectors, &set->slots[bt->slot].dirty);
+		atomic64_inc(&set->slots[bt->slot].dirty_inserts);
 		atomic64_add(sectors, &bt->stats.filled);
 		io->kind = BCH_IO_ACK;
 		bch_journal_add(set, &k, fua ? bio : NULL);

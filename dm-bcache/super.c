@@ -161,6 +161,8 @@ int bch_sb_write(struct bch_cache_set *set)
 
 	lockdep_assert_held(&set->lock);
 	le64_add_cpu(&sb->seq, 1);
+	/* The bucket states on disk hold for the checkpoint it names. */
+	sb->state_seq = set->states_ok ? sb->seq : 0;
 	sb->csum = cpu_to_le32(bch_sb_csum(sb));
 	r = bch_meta_io(set, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA | REQ_SYNC,
 			BCH_SB_SECTOR, sb, BCH_SB_SIZE);

@@ -34,6 +34,9 @@ int bch_uuids_read(struct bch_cache_set *set, char **error)
 	unsigned int i;
 	int r;
 
+	/* Nothing published yet: the first publish drops nothing. */
+	for (i = 0; i < BCH_UUID_SLOTS; i++)
+		set->slots[i].inode = BCH_INODE_NONE;
 	*error = "cannot allocate the UUID table";
 	set->uuids = kvmalloc(bch_uuid_bytes(set), GFP_KERNEL);
 	if (!set->uuids)
@@ -107,6 +110,35 @@ static void bch_slots_publish(struct bch_cache_set *set)
 	}
 }
 
+/*
+ * Each slot's dirty count goes with the table (BCH_BUCKET_STATE): it may
+ * only count too much, and an epoch bumped since has none.
+ */
+static void bch_uuids_fill_dirty(struct bch_cache_set *set)
+{
+	unsigned int i;
+
+	for (i = 0; i < BCH_UUID_SLOTS; i++) {
+		struct bch_uuid_disk *u = &set->uuids[i];
+		s64 n = atomic64_read(&set->slots[i].dirty);
+
+		if (bch_slot_valid(u) &&
+		    bch_slot_inode(set, i) == (le32_to_cpu(u->epoch) << BCH_INODE_SLOT_BITS | i))
+			u->dirty = cpu_to_le64(n > 0 ? n : 0);
+	}
+}
+
+/* At open, from the table: valid only with the bucket states. */
+void bch_uuids_load_dirty(struct bch_cache_set *set)
+{
+	unsigned int i;
+
+	for (i = 0; i < BCH_UUID_SLOTS; i++)
+		atomic64_set(&set->slots[i].dirty,
+			     bch_slot_valid(&set->uuids[i]) ?
+			     le64_to_cpu(set->uuids[i].dirty) : 0);
+}
+
 int bch_uuids_write(struct bch_cache_set *set)
 {
 	struct bch_sb_disk *sb = set->sb;
@@ -115,6 +147,7 @@ int bch_uuids_write(struct bch_cache_set *set)
 	int r;
 
 	lockdep_assert_held(&set->lock);
+	bch_uuids_fill_dirty(set);
 	r = bch_meta_io(set, REQ_OP_WRITE, le64_to_cpu(sb->uuid_offset[next]),
 			set->uuids, bch_uuid_bytes(set));
 	if (r)
@@ -151,6 +184,7 @@ static bool bch_slot_bump_epoch(struct bch_uuid_disk *u)
 		return false;
 	u->epoch = cpu_to_le32(epoch + 1);
 	u->flags &= ~cpu_to_le32(BCH_UUID_FINGERPRINT);
+	u->dirty = 0;		/* the new epoch has none */
 	return true;
 }
 

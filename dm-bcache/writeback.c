@@ -255,6 +255,37 @@ static u64 bch_wb_collect_range(struct bch_target *bt, u32 inode,
 }
 
 /*
+ * Did the walks of this batch and of those before it in a row go round
+ * the whole origin finding nothing dirty, with no dirty key indexed
+ * meanwhile? The count may be more than what is dirty (a dirty write
+ * over dirty data counts twice, an open from the bucket states counts
+ * the journal's keys again), and an index too large for one batch's
+ * walk would never be found clean otherwise. Under the btree read lock.
+ */
+static bool bch_wb_clean_run(struct bch_target *bt, struct bch_wb_batch *b,
+			     u64 from, u64 pos, u64 end)
+{
+	struct bch_writeback *wb = &bt->wb;
+	u64 inserts = atomic64_read(&bt->set->slots[bt->slot].dirty_inserts);
+
+	if (b->found || (wb->clean_run && inserts != wb->clean_inserts)) {
+		wb->clean_run = false;
+		return false;
+	}
+	if (!wb->clean_run) {
+		wb->clean_run = true;
+		wb->clean_from = from;
+		wb->clean_sectors = 0;
+		wb->clean_inserts = inserts;
+	}
+	wb->clean_sectors += pos >= from ? pos - from : end - from + pos;
+	if (wb->clean_sectors < end && bch_wb_full(b))
+		return false;
+	wb->clean_run = false;
+	return true;
+}
+
+/*
  * Take the next batch of dirty extents: first those that writes bound for
  * the origin wait for, then, unless @held_only, from the cursor on,
  * wrapping once. Under the btree read lock, so no hole can remove a key
@@ -326,7 +357,7 @@ static bool bch_wb_collect(struct bch_target *bt, struct bch_wb_batch *b,
 		if (pos >= end && from)
 			pos = bch_wb_collect_range(bt, inode, b, 0, from);
 		wb->cursor = pos < end ? pos : 0;
-		if (!b->found && !bch_wb_full(b)) {
+		if (bch_wb_clean_run(bt, b, from, pos, end)) {
 			atomic64_set(&set->slots[bt->slot].dirty, 0);
 			clean = true;
 		}

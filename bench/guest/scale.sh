@@ -7,8 +7,9 @@
 #   memory     slab + vmalloc over the fill (memsnap), per GiB cached;
 #              again after the gc and checkpoint messages (every leaf
 #              clean: the node cache holds at most its budget)
-#   open       dm-bcache's constructor on the filled cache (it loads the
-#              index) against the one on the fresh cache
+#   open       dm-bcache's constructor on the filled cache (it reads the
+#              root and the journal) against the one on the fresh cache,
+#              and the nodes it read
 #   gc, cp     the "gc" (GC pass + checkpoint) and "checkpoint" messages
 #              on the idle filled cache: IO waits for as long
 #   latency    4k random reads (90/10 with writes, QD1) of the filled set:
@@ -110,16 +111,18 @@ scale_one() {
 	for f in idle gc checkpoint; do
 		scale_lat "$c" "$s" $f "$mb"
 	done
-	# the open of a filled cache: today it reads the whole index
+	# the open of a filled cache: the root and what the journal replays
 	dmsetup remove dmb
 	i=0
 	while [ $i -lt 3 ]; do
 		timed dmsetup create dmb --table "0 $osz bcache /dev/mapper/scache /dev/mapper/borigin" ||
 			err "$c dm-bcache scale ${s}G: reopen"
+		[ $i -gt 0 ] || echo "$(dmb_stat dmb nodes_read)" >"$B/tmp/t.opennodes"
 		dmsetup remove dmb
 		i=$((i + 1))
 	done >"$B/tmp/t.open"
 	out "SC $c $s open_s $(median1 <"$B/tmp/t.open")"
+	out "SC $c $s open_nodes_read $(cat "$B/tmp/t.opennodes")"
 	dmsetup remove scache
 	dmsetup mknodes
 	say "  ${s} GiB: $(grep "^SC $c $s " "$B/results.txt" | cut -d' ' -f4- | tr '\n' ' ')"

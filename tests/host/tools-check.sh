@@ -163,9 +163,9 @@ cp --sparse=always c jflag3 && fixture bucket jflag3 0 3 && fixture bucket jflag
 run 1 "metadata flagged journal, a data bucket flagged metadata" bcache-check jflag3
 has "jflag3: the metadata bucket" "^error: bucket array copy 0: bucket 0 is marked as a journal bucket"
 has "jflag3: the data bucket" "^error: bucket array copy 0: bucket 5 is marked as a metadata bucket"
-cp --sparse=always c jflag4 && fixture bucket jflag4 7 16
+cp --sparse=always c jflag4 && fixture bucket jflag4 7 128
 run 1 "unknown bucket flag" bcache-check jflag4
-has "jflag4: named" "^error: bucket array copy 0: bucket 7 has unknown flags 0x10$"
+has "jflag4: named" "^error: bucket array copy 0: bucket 7 has unknown flags 0x80$"
 # both copies bad: the fresh copy flags the ring
 cp --sparse=always c jflag5 && fixture bucket jflag5 3 0 && fixture flip jflag5 $(((16 + 8) * 512 + 11))
 run 1 "--repair with both copies bad" bcache-check -r jflag5
