@@ -343,6 +343,7 @@ int bch_index_insert(struct bch_cache_set *set, const struct bch_bkey *k);
 int bch_index_lookup(struct bch_cache_set *set, u32 inode, u64 start, u64 end,
 		     struct bch_bkey *out);
 void bch_index_trim(struct bch_cache_set *set);
+void bch_index_yield(struct bch_cache_set *set);
 int bch_checkpoint(struct bch_cache_set *set, bool gc);
 bool bch_checkpoint_retry(int r);
 int bch_checkpoint_sync(struct bch_cache_set *set, bool gc);

@@ -126,13 +126,10 @@ int bch_gc_pass(struct bch_cache_set *set, bool fuzzy)
 		r = bch_btree_gc_step(&set->btree, bch_gc_mark, set);
 		if (r <= 0)
 			break;
-		if (fuzzy) {
-			up_write(&set->btree_lock);
+		if (fuzzy)
+			bch_index_yield(set);
+		else
 			cond_resched();
-			down_write(&set->btree_lock);
-		} else {
-			cond_resched();
-		}
 	}
 	if (r) {
 		/* Counts are partial: keep the running ones and retry later. */

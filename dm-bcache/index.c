@@ -380,6 +380,14 @@ int bch_index_lookup(struct bch_cache_set *set, u32 inode, u64 start, u64 end,
 	return bch_btree_lookup_load(&set->btree, inode, start, end, out);
 }
 
+/* Between two steps of a checkpoint: let the IO waiting for the index in. */
+void bch_index_yield(struct bch_cache_set *set)
+{
+	up_write(&set->btree_lock);
+	cond_resched();
+	down_write(&set->btree_lock);
+}
+
 /*
  * Write the index a node at a time and note the root that is then on
  * disk. Between nodes the btree lock is let go if @fuzzy, so IO waits for
@@ -403,11 +411,8 @@ static int bch_index_write(struct bch_cache_set *set, bool fuzzy,
 		set->btree_drain = false;
 		if (r <= 0)
 			break;
-		if (fuzzy) {
-			up_write(&set->btree_lock);
-			cond_resched();
-			down_write(&set->btree_lock);
-		}
+		if (fuzzy)
+			bch_index_yield(set);
 	}
 	if (!r)
 		bch_btree_root(&set->btree, root, level);

@@ -893,6 +893,29 @@ static int durable_check(void)
 }
 
 /*
+ * What IO does between the steps of a flush or a GC pass, as a checkpoint
+ * lets it: a few inserts, lookups and gen bumps.
+ */
+static int between_steps(void)
+{
+	unsigned int n;
+
+	for (n = rnd(4); n; n--) {
+		switch (rnd(8)) {
+		case 0:
+			CHECK(random_lookup());
+			break;
+		case 1:
+			CHECK(bump_gen());
+			break;
+		default:
+			CHECK(random_insert());
+		}
+	}
+	return 1;
+}
+
+/*
  * A flush in steps with inserts, lookups and gen bumps between them, as
  * a checkpoint lets IO go on; a crash at any step, or after the flush,
  * must lose nothing the journal has. Some steps fail.
@@ -901,7 +924,6 @@ static int fuzzy_flush(void)
 {
 	long wf = T.write_faults, af = T.alloc_faults;
 	u64 jstart = T.jlen;
-	unsigned int n;
 	int r;
 
 	T.window = true;
@@ -922,18 +944,7 @@ static int fuzzy_flush(void)
 		T.alloc_fail_in = 0;
 		if (r <= 0)
 			break;
-		for (n = rnd(4); n; n--) {
-			switch (rnd(8)) {
-			case 0:
-				CHECK(random_lookup());
-				break;
-			case 1:
-				CHECK(bump_gen());
-				break;
-			default:
-				CHECK(random_insert());
-			}
-		}
+		CHECK(between_steps());
 		if (rnd(256) == 0)
 			CHECK(crash_check());
 		else if (rnd(16) == 0)
@@ -989,7 +1000,7 @@ static void fuzzy_gc_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_n
 static int fuzzy_gc(void)
 {
 	long rf = T.read_faults;
-	unsigned int i, n;
+	unsigned int i;
 	u64 j;
 	int r;
 
@@ -1008,18 +1019,7 @@ static int fuzzy_gc(void)
 		T.read_fail_in = 0;
 		if (r <= 0)
 			break;
-		for (n = rnd(4); n; n--) {
-			switch (rnd(8)) {
-			case 0:
-				CHECK(random_lookup());
-				break;
-			case 1:
-				CHECK(bump_gen());
-				break;
-			default:
-				CHECK(random_insert());
-			}
-		}
+		CHECK(between_steps());
 	}
 	T.gc_on = false;
 	if (r) {
