@@ -43,6 +43,7 @@ struct bch_io {
 	u8			gen;
 	u8			kind;
 	u8			cache_error;
+	u8			stale;	/* pieces: a bucket was reused under one */
 	u8			dirty;	/* hit: the key is dirty */
 	u8			fua;	/* dirty write: ack once journaled */
 	u8			fp;	/* origin write let go by fp_begin */
@@ -336,20 +337,43 @@ static void bch_retry_from_origin(struct bch_target *bt, struct bio *bio,
 	queue_work(bt->set->wq, &io->work);
 }
 
+/*
+ * A dirty read that found its bucket reused: the key was written back or
+ * overwritten since the lookup, and its bucket freed and taken again. The
+ * origin may be older than the newer copy, so the read is mapped again
+ * from the index, which names the newer copy or, if clean, the origin.
+ */
+static void bch_read_again(struct bch_target *bt, struct bio *bio,
+			   struct bch_io *io)
+{
+	bio->bi_iter = io->iter;
+	bio->bi_status = BLK_STS_OK;
+	bio->bi_next = NULL;
+	io->kind = BCH_IO_ORIGIN;
+	io->cache_error = 0;
+	io->stale = 0;
+	io->dirty = 0;
+	io->rewrite = 0;
+	atomic64_inc(&bt->stats.retries);
+	bch_defer(bt, bio);
+}
+
 static void bch_pieces_done(struct bch_target *bt, struct bio *bio,
 			    struct bch_io *io)
 {
-	if (!io->cache_error) {
-		if (io->rewrite)
-			bch_fill_from_bio(bt, bio, io);
-		bio_endio(bio);
-	} else if (io->dirty) {
+	if (io->cache_error && io->dirty) {
 		/* As a lone dirty hit: an error, never the origin's data. */
 		bio->bi_status = BLK_STS_IOERR;
 		bio_endio(bio);
-	} else {
+	} else if (io->stale && io->dirty) {
+		bch_read_again(bt, bio, io);
+	} else if (io->cache_error || io->stale) {
 		atomic64_inc(&bt->stats.retries);
 		bch_retry_from_origin(bt, bio, io);
+	} else {
+		if (io->rewrite)
+			bch_fill_from_bio(bt, bio, io);
+		bio_endio(bio);
 	}
 }
 
@@ -369,10 +393,10 @@ static void bch_piece_endio(struct bio *clone)
 		bch_cache_io_error(bt->set, false);
 		WRITE_ONCE(io->cache_error, 1);
 	} else if (bch_ptr_stale(bt->set, p->ptr, p->gen)) {
-		WRITE_ONCE(io->cache_error, 1);
+		WRITE_ONCE(io->stale, 1);
 	}
 	bio_put(clone);
-	/* Orders every piece's cache_error before the last one reads it. */
+	/* Orders every piece's flags before the last one reads them. */
 	if (atomic_dec_and_test(&io->pieces))
 		bch_pieces_done(bt, bio, io);
 }
@@ -1089,6 +1113,7 @@ int bch_map(struct dm_target *ti, struct bio *bio)
 	io->bt = bt;
 	io->kind = BCH_IO_ORIGIN;
 	io->cache_error = 0;
+	io->stale = 0;
 	io->dirty = 0;
 	io->fp = 0;
 	io->origin = 0;
@@ -1253,11 +1278,11 @@ int bch_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
 			atomic64_inc(&bt->stats.cache_errors);
 			bch_cache_io_error(bt->set, false);
 		}
-		if (io->dirty) {
-			/* The origin is behind: an error, never its data. */
-			if (!*error && bch_ptr_stale(bt->set, io->ptr, io->gen))
-				*error = BLK_STS_IOERR;
-			break;
+		if (io->dirty && *error)
+			break;	/* the origin is behind: an error, never its data */
+		if (io->dirty && bch_ptr_stale(bt->set, io->ptr, io->gen)) {
+			bch_read_again(bt, bio, io);
+			return DM_ENDIO_INCOMPLETE;
 		}
 		if (*error || bch_ptr_stale(bt->set, io->ptr, io->gen)) {
 			atomic64_inc(&bt->stats.retries);
