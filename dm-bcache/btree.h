@@ -166,7 +166,8 @@ int bch_btree_insert(struct bch_btree *b, const struct bch_bkey *k);
  * live key) otherwise (out->flags = BCH_KEY_HOLE). Ranges longer than
  * U32_MAX are clipped. Memory only; safe with concurrent lookups.
  * -EAGAIN if it needs a node that is not in memory: out->end is then the
- * sector whose leaf bch_btree_load_range() must read.
+ * sector whose leaf bch_btree_load_range() must read, and nothing is live
+ * in [start, out->end).
  */
 int bch_btree_lookup(struct bch_btree *b, u32 inode, u64 start, u64 end,
 		     struct bch_bkey *out);

@@ -224,6 +224,14 @@ static u64 bch_wb_collect_range(struct bch_target *bt, u32 inode,
 
 		b->walked++;
 		if (r < 0) {
+			/*
+			 * Nothing is live before the leaf it missed: resume
+			 * there. Else, with a small node budget, a hole across
+			 * a leaf boundary needs both leaves in memory at once,
+			 * and each walk would read one while the trim before
+			 * it evicts the other.
+			 */
+			pos = k.end;
 			bch_wb_missed(wb, k.end);
 			b->load = true;
 			break;
