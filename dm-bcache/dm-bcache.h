@@ -245,8 +245,8 @@ struct bch_writeback {
 	wait_queue_head_t	wait;
 	atomic64_t		written;	/* sectors written back */
 	int			error;		/* of the last batch */
-	/* Index leaves the last walk missed: read before the next walk. */
-	u64			load_pos[BCH_WB_LOADS];
+	/* Index ranges the last walk missed: read before the next walk. */
+	struct bch_wb_range	loads[BCH_WB_LOADS];
 	unsigned int		nr_loads;
 };
 

@@ -190,16 +190,20 @@ static bool bch_wb_full(struct bch_wb_batch *b)
 	       b->walked >= BCH_WB_WALK_MAX || b->load;
 }
 
-/* A leaf this walk missed: the next one reads it first. */
-static void bch_wb_missed(struct bch_writeback *wb, u64 pos)
+/* The leaves of [start, end) this walk missed: the next reads them first. */
+static void bch_wb_missed(struct bch_writeback *wb, u64 start, u64 end)
 {
-	if (wb->nr_loads < BCH_WB_LOADS)
-		wb->load_pos[wb->nr_loads++] = pos;
+	if (wb->nr_loads < BCH_WB_LOADS) {
+		wb->loads[wb->nr_loads].start = start;
+		wb->loads[wb->nr_loads].end = end;
+		wb->nr_loads++;
+	}
 }
 
 /*
- * Add the dirty extents of [pos, end) to @b until it is full; returns
- * where it stopped. An extent that a write bound for the origin is in
+ * Add the dirty extents of [start, end) to @b until it is full; returns
+ * where it stopped (@whole: a held range, which starts again from @start
+ * each batch). An extent that a write bound for the origin is in
  * flight over is left for a later batch: it goes first. Writes to the
  * cache need no such care: a dirty write that replaces an extent being
  * copied only keeps it from being marked clean.
@@ -210,9 +214,11 @@ static void bch_wb_missed(struct bch_writeback *wb, u64 pos)
  * other.
  */
 static u64 bch_wb_collect_range(struct bch_target *bt, u32 inode,
-				struct bch_wb_batch *b, u64 pos, u64 end)
+				struct bch_wb_batch *b, u64 start, u64 end,
+				bool whole)
 {
 	struct bch_cache_set *set = bt->set;
+	u64 pos = start;
 	struct bch_writeback *wb = &bt->wb;
 	struct bch_track *t = bch_origin_track_of(bt);
 	struct bch_wb_extent *e;
@@ -229,10 +235,11 @@ static u64 bch_wb_collect_range(struct bch_target *bt, u32 inode,
 			 * there. Else, with a small node budget, a hole across
 			 * a leaf boundary needs both leaves in memory at once,
 			 * and each walk would read one while the trim before
-			 * it evicts the other.
+			 * it evicts the other. A held range starts again from
+			 * its start: all its leaves are read.
 			 */
+			bch_wb_missed(wb, whole ? start : k.end, k.end + 1);
 			pos = k.end;
-			bch_wb_missed(wb, k.end);
 			b->load = true;
 			break;
 		}
@@ -335,8 +342,8 @@ static bool bch_wb_collect(struct bch_target *bt, struct bch_wb_batch *b,
 		bch_index_trim(set);
 		for (i = 0; i < wb->nr_loads && !b->load_error; i++)
 			b->load_error = bch_btree_load_range(&set->btree, inode,
-							     wb->load_pos[i],
-							     wb->load_pos[i] + 1);
+							     wb->loads[i].start,
+							     wb->loads[i].end);
 		wb->nr_loads = 0;
 		downgrade_write(&set->btree_lock);
 		if (b->load_error) {
@@ -351,7 +358,7 @@ static bool bch_wb_collect(struct bch_target *bt, struct bch_wb_batch *b,
 	/* A held range whose leaf is missing waits; the others go on. */
 	for (i = 0; i < nr_held; i++) {
 		bch_wb_collect_range(bt, inode, b, b->held[i].start,
-				     b->held[i].end);
+				     b->held[i].end, true);
 		if (b->load && b->nr < BCH_WB_EXTENTS &&
 		    b->sectors < BCH_WB_BATCH_SECTORS) {
 			b->load = false;
@@ -361,9 +368,9 @@ static bool bch_wb_collect(struct bch_target *bt, struct bch_wb_batch *b,
 	if (!held_only) {
 		if (from >= end)
 			from = 0;
-		pos = bch_wb_collect_range(bt, inode, b, from, end);
+		pos = bch_wb_collect_range(bt, inode, b, from, end, false);
 		if (pos >= end && from)
-			pos = bch_wb_collect_range(bt, inode, b, 0, from);
+			pos = bch_wb_collect_range(bt, inode, b, 0, from, false);
 		wb->cursor = pos < end ? pos : 0;
 		if (bch_wb_clean_run(bt, b, from, pos, end)) {
 			atomic64_set(&set->slots[bt->slot].dirty, 0);
