@@ -337,6 +337,19 @@ static void bch_retry_from_origin(struct bch_target *bt, struct bio *bio,
 	queue_work(bt->set->wq, &io->work);
 }
 
+/* What map() starts every bio with, and a read mapped again too. */
+static void bch_io_reset(struct bch_io *io)
+{
+	io->kind = BCH_IO_ORIGIN;
+	io->cache_error = 0;
+	io->stale = 0;
+	io->dirty = 0;
+	io->fp = 0;
+	io->origin = 0;
+	io->held = 0;
+	io->rewrite = 0;
+}
+
 /*
  * A dirty read that found its bucket reused: the key was written back or
  * overwritten since the lookup, and its bucket freed and taken again. The
@@ -349,11 +362,7 @@ static void bch_read_again(struct bch_target *bt, struct bio *bio,
 	bio->bi_iter = io->iter;
 	bio->bi_status = BLK_STS_OK;
 	bio->bi_next = NULL;
-	io->kind = BCH_IO_ORIGIN;
-	io->cache_error = 0;
-	io->stale = 0;
-	io->dirty = 0;
-	io->rewrite = 0;
+	bch_io_reset(io);
 	atomic64_inc(&bt->stats.retries);
 	bch_defer(bt, bio);
 }
@@ -1111,14 +1120,7 @@ int bch_map(struct dm_target *ti, struct bio *bio)
 	int r;
 
 	io->bt = bt;
-	io->kind = BCH_IO_ORIGIN;
-	io->cache_error = 0;
-	io->stale = 0;
-	io->dirty = 0;
-	io->fp = 0;
-	io->origin = 0;
-	io->held = 0;
-	io->rewrite = 0;
+	bch_io_reset(io);
 	if (!bio_sectors(bio)) {
 		/*
 		 * Flushes: writethrough data is on the origin, dirty data is
