@@ -406,6 +406,7 @@ u64 bch_slot_dirty(struct bch_target *bt);
 enum bch_fault_point {
 	BCH_FAULT_INSERT,
 	BCH_FAULT_CHECKPOINT,
+	BCH_FAULT_JOURNAL,
 	BCH_FAULTS,
 };
 

@@ -304,7 +304,8 @@ static bool bch_journal_seal(struct bch_journal *j)
 	jb->sectors = round_up(bch_jset_bytes(jb->nkeys), block) >> SECTOR_SHIFT;
 	if (j->pos % set->bucket_size + jb->sectors > set->bucket_size)
 		skip = set->bucket_size - j->pos % set->bucket_size;
-	if (j->used + skip + jb->sectors > j->ring_sectors)
+	if (j->used + skip + jb->sectors > j->ring_sectors ||
+	    bch_fault(BCH_FAULT_JOURNAL))
 		return false;
 
 	j->pos = (j->pos + skip) % j->ring_sectors;
