@@ -163,6 +163,12 @@ struct bch_cache_set {
 	struct shrinker		*shrinker;	/* of clean index leaves */
 	struct bch_journal	journal;
 	struct mutex		checkpoint_lock;	/* one at a time */
+	/*
+	 * A checkpoint holds the journal (after an overflow): the index may
+	 * not change until it ends (bch_index_lock()); lookups go on.
+	 */
+	bool			cp_held;
+	wait_queue_head_t	cp_held_wait;
 	bool			cp_flushing;	/* in a step (btree lock held) */
 	atomic64_t		checkpoints;
 
@@ -344,6 +350,7 @@ int bch_index_lookup(struct bch_cache_set *set, u32 inode, u64 start, u64 end,
 		     struct bch_bkey *out);
 void bch_index_trim(struct bch_cache_set *set);
 void bch_index_yield(struct bch_cache_set *set);
+void bch_index_lock(struct bch_cache_set *set);
 int bch_checkpoint(struct bch_cache_set *set, bool gc);
 bool bch_checkpoint_retry(int r);
 int bch_checkpoint_sync(struct bch_cache_set *set, bool gc);
@@ -351,7 +358,7 @@ void bch_index_free(struct bch_cache_set *set);
 
 /* gc.c */
 void bch_gc_init(struct bch_cache_set *set);
-int bch_gc_pass(struct bch_cache_set *set, bool fuzzy);
+int bch_gc_pass(struct bch_cache_set *set);
 int bch_gc_initial(struct bch_cache_set *set);
 void bch_gc_inserted(struct bch_cache_set *set, const struct bch_bkey *k);
 void bch_gc_cleaned(struct bch_cache_set *set, const struct bch_bkey *k);

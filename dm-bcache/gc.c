@@ -111,11 +111,11 @@ bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 }
 
 /*
- * Compact and count, with the btree lock held for write and, if @fuzzy,
- * let go between leaves; the checkpoint that called it makes the result
+ * Compact and count, with the btree lock held for write and let go
+ * between leaves; the checkpoint that called it makes the result
  * durable, then applies it. Returns with the lock held.
  */
-int bch_gc_pass(struct bch_cache_set *set, bool fuzzy)
+int bch_gc_pass(struct bch_cache_set *set)
 {
 	int r;
 
@@ -126,10 +126,7 @@ int bch_gc_pass(struct bch_cache_set *set, bool fuzzy)
 		r = bch_btree_gc_step(&set->btree, bch_gc_mark, set);
 		if (r <= 0)
 			break;
-		if (fuzzy)
-			bch_index_yield(set);
-		else
-			cond_resched();
+		bch_index_yield(set);
 	}
 	if (r) {
 		/* Counts are partial: keep the running ones and retry later. */

@@ -290,6 +290,7 @@ int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost)
 
 	init_rwsem(&set->btree_lock);
 	mutex_init(&set->checkpoint_lock);
+	init_waitqueue_head(&set->cp_held_wait);
 	bch_index_setup(set);
 	*lost = !trusted;
 
@@ -389,14 +390,32 @@ void bch_index_yield(struct bch_cache_set *set)
 }
 
 /*
- * Write the index a node at a time and note the root that is then on
- * disk. Between nodes the btree lock is let go if @fuzzy, so IO waits for
- * one node's write at most: a key inserted meanwhile is in a journal
- * entry the replay will read, whether or not its leaf was written. Holds
- * the lock again on return.
+ * Take the btree lock for write to change the index. While a checkpoint
+ * holds the journal, a change would be in no entry, and perhaps not in
+ * the checkpoint either: it waits for the end. Lookups do not wait, nor
+ * do loads, which change only what is in memory.
  */
-static int bch_index_write(struct bch_cache_set *set, bool fuzzy,
-			   struct bch_bkey *root, unsigned int *level)
+void bch_index_lock(struct bch_cache_set *set)
+{
+	for (;;) {
+		wait_event(set->cp_held_wait, !READ_ONCE(set->cp_held));
+		down_write(&set->btree_lock);
+		if (!set->cp_held)
+			return;
+		up_write(&set->btree_lock);
+	}
+}
+
+/*
+ * Write the index a node at a time and note the root that is then on
+ * disk. Between nodes the btree lock is let go, so IO waits for one
+ * node's write at most: a key inserted meanwhile is in a journal entry
+ * the replay will read, whether or not its leaf was written, unless the
+ * checkpoint holds the journal, and then none is inserted. Holds the
+ * lock again on return.
+ */
+static int bch_index_write(struct bch_cache_set *set, struct bch_bkey *root,
+			   unsigned int *level)
 {
 	int r;
 
@@ -411,8 +430,7 @@ static int bch_index_write(struct bch_cache_set *set, bool fuzzy,
 		set->btree_drain = false;
 		if (r <= 0)
 			break;
-		if (fuzzy)
-			bch_index_yield(set);
+		bch_index_yield(set);
 	}
 	if (!r)
 		bch_btree_root(&set->btree, root, level);
@@ -422,16 +440,15 @@ static int bch_index_write(struct bch_cache_set *set, bool fuzzy,
 /*
  * The bucket states and slot dirty counts the next open reads instead of
  * the index, taken now that the checkpoint has begun (BCH_BUCKET_STATE).
- * Any moment after its start will do, so the lock is let go if @fuzzy:
- * the counts drop only when dirty data was written back, or when a GC
- * pass is applied, which is once its checkpoint is durable.
+ * Any moment after its start will do, so the lock is let go: the counts
+ * drop only when dirty data was written back, or when a GC pass is
+ * applied, which is once its checkpoint is durable.
  */
-static int bch_checkpoint_state(struct bch_cache_set *set, bool fuzzy)
+static int bch_checkpoint_state(struct bch_cache_set *set)
 {
 	int r;
 
-	if (fuzzy)
-		up_write(&set->btree_lock);
+	up_write(&set->btree_lock);
 	mutex_lock(&set->lock);
 	r = bch_uuids_write(set);
 	if (!r)
@@ -440,8 +457,7 @@ static int bch_checkpoint_state(struct bch_cache_set *set, bool fuzzy)
 	if (!r)
 		set->states_ok = true;
 	mutex_unlock(&set->lock);
-	if (fuzzy)
-		down_write(&set->btree_lock);
+	down_write(&set->btree_lock);
 	return r;
 }
 
@@ -505,10 +521,11 @@ static void bch_checkpoint_failed(struct bch_cache_set *set, int r)
  * was when the checkpoint began. A GC pass comes first if @gc or if the
  * allocator asked for one (need_gc): it costs a walk over every key,
  * and a checkpoint that only frees the journal has no use for it. The
- * pass and the writes go a node at a time with IO going on in between,
- * unless the journal overflowed: its entries then stop short of keys the
- * index holds, and the lock is held throughout
- * (bch_journal_checkpoint_start()).
+ * pass and the writes go a node at a time with IO going on in between.
+ * After a journal overflow, the entries on disk stop short of keys the
+ * index holds and the checkpoint holds the journal
+ * (bch_journal_checkpoint_start()): lookups still go on in between, but
+ * changes to the index wait for the end (bch_index_lock()).
  * Node buckets the old checkpoint named are freed only after that, and
  * last_gc moves only then. If the device fails it, every origin is
  * invalidated before the writes it held go on, so none of them can leave
@@ -520,36 +537,40 @@ int bch_checkpoint(struct bch_cache_set *set, bool gc)
 	struct bch_bkey root;
 	unsigned int level;
 	u64 seq, pos;
-	bool fuzzy;
+	bool held;
 	int r;
 
 	mutex_lock(&set->checkpoint_lock);
 	down_write(&set->btree_lock);
-	fuzzy = bch_journal_checkpoint_start(set, &seq, &pos);
+	held = !bch_journal_checkpoint_start(set, &seq, &pos);
+	set->cp_held = held;
 	if (bch_fault(BCH_FAULT_CHECKPOINT))
 		r = -ENOMEM;
 	else if (gc || READ_ONCE(set->need_gc))
-		r = bch_gc_pass(set, fuzzy);
+		r = bch_gc_pass(set);
 	else
 		r = 0;
 	if (!r)
-		r = bch_index_write(set, fuzzy, &root, &level);
+		r = bch_index_write(set, &root, &level);
 	if (!r)
-		r = bch_checkpoint_state(set, fuzzy);
+		r = bch_checkpoint_state(set);
 	if (!r)
 		r = bch_checkpoint_sb(set, &root, level, seq, pos);
 	/* A failed device: no IO may use it before the origins are dropped. */
 	bch_checkpoint_failed(set, r);
 	bch_alloc_gc_apply(set, !r);
-	if (fuzzy)
+	if (!held)
 		up_write(&set->btree_lock);
 	bch_alloc_checkpoint_end(set, !r);
 	if (!r)
 		atomic64_inc(&set->checkpoints);
-	/* Unless fuzzy, under the lock: no key may slip in between the index and this. */
-	bch_journal_checkpoint_end(set, fuzzy, r, &waiters);
-	if (!fuzzy)
+	/* If held, before any change: none may slip in between the index and this. */
+	bch_journal_checkpoint_end(set, !held, r, &waiters);
+	if (held) {
+		set->cp_held = false;
 		up_write(&set->btree_lock);
+		wake_up_all(&set->cp_held_wait);
+	}
 
 	bch_journal_checkpoint_release(set, !r, &waiters);
 	mutex_unlock(&set->checkpoint_lock);

@@ -514,7 +514,7 @@ void bch_journal_kick(struct bch_cache_set *set)
  * (returns true). After an overflow the entries on disk stop short of
  * keys the index has, and no later entry may follow them: the journal is
  * blocked until the checkpoint ends, the current entry's keys and writes
- * go to it, and the lock must be held throughout (returns false).
+ * go to it, and the index must not change until then (returns false).
  */
 bool bch_journal_checkpoint_start(struct bch_cache_set *set, u64 *seq,
 				  u64 *pos)
@@ -562,7 +562,7 @@ bool bch_journal_checkpoint_start(struct bch_cache_set *set, u64 *seq,
  * its keys and writes are left to the next checkpoint, which the overflow
  * asked for. Only if the device failed do those writes go now, failed.
  *
- * Otherwise it is called before the btree lock is released: a key added
+ * Otherwise it is called before the index may change again: a key added
  * after that must be journaled, and a flush parked after that must wait
  * for its entry, not for this checkpoint, which does not hold the key.
  * If it failed for want of memory or buckets, the keys it took from the

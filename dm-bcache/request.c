@@ -200,7 +200,7 @@ static void bch_fill_work(struct work_struct *work)
 	int r;
 
 	if (f->written) {
-		down_write(&set->btree_lock);
+		bch_index_lock(set);
 		r = bch_index(f, f->sector, f->sectors, f->ptr, f->gen);
 		bch_index_done(f, f->ptr, f->sectors, r);
 		up_write(&set->btree_lock);
@@ -231,7 +231,7 @@ static void bch_fill_work(struct work_struct *work)
 			bch_cache_io_error(set, true);
 		}
 
-		down_write(&set->btree_lock);
+		bch_index_lock(set);
 		if (!r)
 			r = bch_index(f, f->sector + done, got, ptr, gen);
 		bch_index_done(f, ptr, got, r);
@@ -798,7 +798,7 @@ static int bch_punch(struct bch_target *bt, struct bio *bio, u32 inode,
 	if (!cached)
 		return BCH_PUNCH_NONE;
 
-	down_write(&set->btree_lock);
+	bch_index_lock(set);
 	/* Unless it cannot be: a failed device whose batches fail. */
 	if (bch_slot_dirty(bt) &&
 	    !(bch_cache_failed(set) && READ_ONCE(bt->wb.error))) {
@@ -1230,7 +1230,7 @@ static void bch_dirty_index_work(struct work_struct *work)
 	bool fua = io->fua;
 	int r = -EAGAIN;
 
-	down_write(&set->btree_lock);
+	bch_index_lock(set);
 	if (io->inode == bch_slot_inode(set, bt->slot))
 		r = bch_index_insert(set, &k);
 	if (!r) {

@@ -425,7 +425,7 @@ static void bch_set_close(struct bch_cache_set *set)
 
 	if (bch_cache_failed(set)) {
 		/* What the failed device holds may be behind the origin. */
-		down_write(&set->btree_lock);
+		bch_index_lock(set);
 		if (!set->failed_dropped && bch_slot_invalidate_all(set))
 			bch_failed_add(set);
 		up_write(&set->btree_lock);

@@ -416,7 +416,7 @@ static int bch_message_invalidate(struct bch_target *bt)
 	if (r)
 		return r;
 	/* A dirty write mapped before the mode changed may be indexed now. */
-	down_write(&bt->set->btree_lock);
+	bch_index_lock(bt->set);
 	r = bch_slot_dirty(bt) ? -EBUSY : bch_slot_invalidate(bt->set, bt->slot);
 	up_write(&bt->set->btree_lock);
 	return r;

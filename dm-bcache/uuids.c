@@ -600,7 +600,7 @@ void bch_uuids_work(struct work_struct *work)
 	/* Writes to the origin's first 4 KiB wait for this work. */
 	noio = memalloc_noio_save();
 	if (bch_cache_failed(set) && !set->failed_dropped) {
-		down_write(&set->btree_lock);
+		bch_index_lock(set);
 		if (!bch_slot_invalidate_all(set))
 			set->failed_dropped = true;	/* no dirty data left */
 		up_write(&set->btree_lock);

@@ -390,7 +390,7 @@ static void bch_wb_mark_clean(struct bch_target *bt, struct bch_wb_extent *ext,
 	struct bch_bkey k, dirty;
 	unsigned int i;
 
-	down_write(&set->btree_lock);
+	bch_index_lock(set);
 	for (i = 0; i < nr; i++) {
 		struct bch_wb_extent *e = &ext[i];
 
