@@ -44,11 +44,12 @@ static bool bch_can_invalidate(struct bch_bucket *b)
 	       !b->dirty && (u8)(b->gen + 1 - b->last_gc) < BCH_GC_GEN_MAX;
 }
 
+/* Bucket numbers fit in 32 bits (BCH_MAX_BUCKETS): 4 bytes a bucket. */
 static void bch_fifo_push(struct bch_cache_set *set, u64 bucket)
 {
 	u64 n = set->nbuckets;
 
-	set->free_fifo[(set->free_head + set->nr_free) % n] = bucket;
+	set->free_fifo[(set->free_head + set->nr_free) % n] = (u32)bucket;
 	set->nr_free++;
 }
 
@@ -137,20 +138,21 @@ static u8 bch_bucket_state_flags(const struct bch_bucket *b)
 }
 
 /* The bucket array is being written (prio.c): take a consistent copy. */
-void bch_alloc_persist_fill(struct bch_cache_set *set, struct bch_bucket_disk *d)
+void bch_alloc_persist_fill(struct bch_cache_set *set, struct bch_bucket_disk *d,
+			    u64 first, u64 n)
 {
 	u64 i;
 
 	spin_lock(&set->alloc_lock);
-	for (i = 0; i < set->nbuckets; i++) {
+	for (i = first; i < first + n; i++, d++) {
 		struct bch_bucket *b = &set->buckets[i];
 
 		bch_alloc_relax(set, i);
-		d[i].prio = cpu_to_le16(b->prio);
-		d[i].gen = b->gen;
-		d[i].flags = b->flags;
+		d->prio = cpu_to_le16(b->prio);
+		d->gen = b->gen;
+		d->flags = b->flags;
 		if (!b->flags)
-			d[i].flags |= bch_bucket_state_flags(b);
+			d->flags |= bch_bucket_state_flags(b);
 		if (b->state == BCH_B_FREE_INC)
 			b->state = BCH_B_PERSISTING;
 	}
@@ -450,7 +452,8 @@ int bch_alloc_init(struct bch_cache_set *set)
 	spin_lock_init(&set->alloc_lock);
 	INIT_WORK(&set->reclaim_work, bch_reclaim_work);
 	INIT_WORK(&set->rescale_work, bch_rescale_work);
-	set->free_fifo = vmalloc(array_size(set->nbuckets, sizeof(u64)));
+	BUILD_BUG_ON(BCH_MAX_BUCKETS - 1 > U32_MAX);
+	set->free_fifo = vmalloc(array_size(set->nbuckets, sizeof(u32)));
 	if (!set->free_fifo)
 		return -ENOMEM;
 	set->prio.initial = 8192;

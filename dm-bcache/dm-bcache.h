@@ -129,14 +129,15 @@ struct bch_cache_set {
 	u64			first_bucket;
 	u32			journal_buckets;
 	struct bch_bucket	*buckets;	/* nbuckets entries */
-	void			*prio_buf;	/* one on-disk array copy */
+	void			*prio_buf;	/* the copy the open read */
+	void			*prio_chunk;	/* a write's piece of a copy */
 
 	struct bch_uuid_disk	*uuids;		/* BCH_UUID_SLOTS entries */
 	struct bch_slot		slots[BCH_UUID_SLOTS];
 
 	/* Allocator: protects bucket state, the FIFO and the open bucket. */
 	spinlock_t		alloc_lock;
-	u64			*free_fifo;
+	u32			*free_fifo;
 	u64			free_head, nr_free;
 	u64			open_bucket;
 	u32			open_offset;	/* sectors used in open_bucket */
@@ -340,7 +341,8 @@ void bch_alloc_gc_apply(struct bch_cache_set *set, bool done);
 void bch_alloc_gc_take(struct bch_cache_set *set);
 void bch_alloc_checkpoint_start(struct bch_cache_set *set);
 void bch_alloc_checkpoint_end(struct bch_cache_set *set, bool done);
-void bch_alloc_persist_fill(struct bch_cache_set *set, struct bch_bucket_disk *d);
+void bch_alloc_persist_fill(struct bch_cache_set *set, struct bch_bucket_disk *d,
+			    u64 first, u64 n);
 void bch_alloc_persist_done(struct bch_cache_set *set, bool ok);
 
 /* index.c */
@@ -423,6 +425,7 @@ bool bch_fault(enum bch_fault_point point);
 int bch_prios_read(struct bch_cache_set *set, char **error);
 int bch_prios_write(struct bch_cache_set *set);
 bool bch_prios_load_state(struct bch_cache_set *set);
+void bch_prios_read_done(struct bch_cache_set *set);
 
 /* checksum of on-disk structures: standard CRC-32C */
 u32 bch_crc32c(const void *buf, size_t len);

@@ -296,6 +296,7 @@ int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost)
 
 	bch_bkey_unpack(&root, &set->sb->btree_root);
 	states = trusted && bch_prios_load_state(set);
+	bch_prios_read_done(set);
 	if (states)
 		bch_uuids_load_dirty(set);
 	set->states_ok = states;

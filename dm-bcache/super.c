@@ -262,6 +262,7 @@ static void bch_set_free(struct bch_cache_set *set)
 	bch_alloc_exit(set);
 	kvfree(set->uuids);
 	vfree(set->prio_buf);
+	kvfree(set->prio_chunk);
 	vfree(set->buckets);
 	kfree(set->sb);
 	if (set->io)
