@@ -28,7 +28,8 @@
  * where the caller holds exclusive access and no node pointer is held:
  * at the end of an insert, of a flush and of each leaf of a GC pass, at
  * the start of bch_btree_lookup_load(), and when the caller asks
- * (bch_btree_evict(): before bch_btree_load_range(), and a shrinker).
+ * (bch_btree_evict(): before reading ahead and bch_btree_load_range(),
+ * and a shrinker).
  */
 #define pr_fmt(fmt) "dm-bcache: btree: " fmt
 
@@ -55,6 +56,7 @@ struct bch_node {
 	bool		dirty;
 	bool		need_cow;	/* compacted since written */
 	bool		accessed;	/* looked up since the clock last passed */
+	bool		gc_read;	/* read ahead for a GC pass alone */
 	u64		flushed;	/* b->flush_gen when a flush last passed */
 	u64		gc_gen;		/* b->gc_gen when a GC pass entered */
 	struct bch_bset	sets[BCH_BTREE_MAX_SETS];
@@ -131,6 +133,11 @@ static void lru_del(struct bch_btree *b, struct bch_node *n)
 	}
 }
 
+static u32 drop_slot(u64 ptr)
+{
+	return (u32)((ptr * 0x9e3779b97f4a7c15ULL) >> (64 - BCH_BTREE_DROP_BITS));
+}
+
 static void hash_del(struct bch_btree *b, struct bch_node *n)
 {
 	struct bch_node **p = &b->hash[hash_slot(b, n->key.ptr)];
@@ -144,6 +151,7 @@ static void hash_del(struct bch_btree *b, struct bch_node *n)
 	if (!n->level)
 		b->leaves--;
 	b->nodes--;
+	b->drop_seq[drop_slot(n->key.ptr)] = ++b->drops;
 }
 
 /* Nodes in memory. */
@@ -846,8 +854,9 @@ int bch_btree_gc_step(struct bch_btree *b, bch_btree_gc_fn fn, void *arg)
 		node_gc(b, n, fn, arg);
 	}
 	/* Read for the pass alone: first to go, not the working set. */
-	if (b->reads != reads && !list_empty(&n->lru))
+	if ((b->reads != reads || n->gc_read) && !list_empty(&n->lru))
 		list_move(&n->lru, &b->clean);
+	n->gc_read = false;
 	b->gc_pos = n->key;
 	btree_evict(b);
 	return key_after(&b->gc_pos, &inode, &end);
@@ -1136,19 +1145,17 @@ static int leaf_keys_check(struct bch_btree *b, const struct bch_node *n,
 	return 0;
 }
 
-static int node_read(struct bch_btree *b, struct bch_node *n)
+/* Take @n's sets from @buf, a copy of its bucket. */
+static int node_parse(struct bch_btree *b, struct bch_node *n, const u8 *buf)
 {
 	size_t bucket_bytes = (size_t)b->bucket_sectors << BCH_SECTOR_SHIFT;
 	size_t off = 0, bytes;
 	int ret;
 
-	ret = b->ops->io(b, false, n->bucket, 0, b->iobuf, b->bucket_sectors);
-	if (ret)
-		return ret;
 	/* We never write more than BCH_BTREE_MAX_SETS sets to one bucket. */
 	n->nsets = 0;
 	while (off < bucket_bytes && n->nsets < BCH_BTREE_MAX_SETS) {
-		ret = bch_bset_unpack((u8 *)b->iobuf + off, bucket_bytes - off, &n->seq,
+		ret = bch_bset_unpack(buf + off, bucket_bytes - off, &n->seq,
 				      n->level, n->nsets, n->keys + n->nkeys,
 				      b->node_keys - n->nkeys,
 				      b->block_sectors << BCH_SECTOR_SHIFT, &bytes);
@@ -1207,9 +1214,13 @@ static int node_check(struct bch_btree *b, const struct bch_node *n, const struc
 	return 0;
 }
 
-/* Read the node @key points to, at @level, above @lo; resident and clean. */
-static int node_load(struct bch_btree *b, const struct bch_bkey *key, unsigned int level,
-		     const struct bch_bkey *lo, struct bch_node **out)
+/*
+ * Read the node @key points to, at @level, above @lo; resident and clean.
+ * @buf, if not NULL, already holds a copy of its bucket.
+ */
+static int node_load_from(struct bch_btree *b, const struct bch_bkey *key,
+			  unsigned int level, const struct bch_bkey *lo,
+			  const void *buf, struct bch_node **out)
 {
 	struct bch_node *n;
 	int ret;
@@ -1223,7 +1234,13 @@ static int node_load(struct bch_btree *b, const struct bch_bkey *key, unsigned i
 	n->lo = *lo;
 	n->bucket = div_u64(key->ptr, b->bucket_sectors);
 
-	ret = node_read(b, n);
+	ret = 0;
+	if (!buf) {
+		ret = b->ops->io(b, false, n->bucket, 0, b->iobuf, b->bucket_sectors);
+		buf = b->iobuf;
+	}
+	if (!ret)
+		ret = node_parse(b, n, buf);
 	if (!ret)
 		ret = node_check(b, n, lo);
 	if (ret) {
@@ -1236,6 +1253,136 @@ static int node_load(struct bch_btree *b, const struct bch_bkey *key, unsigned i
 	node_clean(b, n);
 	b->reads++;
 	*out = n;
+	return 0;
+}
+
+static int node_load(struct bch_btree *b, const struct bch_bkey *key, unsigned int level,
+		     const struct bch_bkey *lo, struct bch_node **out)
+{
+	return node_load_from(b, key, level, lo, NULL, out);
+}
+
+/*
+ * Nodes read with no lock held. Under the caller's lock (read will do),
+ * bch_btree_want() or bch_btree_gc_want() names the first node a lookup
+ * or the next GC step lacks; the caller lets go, reads its bucket into a
+ * buffer of its own (bch_btree_want_read()), and gives it to
+ * bch_btree_want_fill() under the lock held for write.
+ *
+ * Only a node in memory is ever written to a bucket that a pointer
+ * names, so a node that stayed out of memory all along still has on
+ * disk what was read. One that came in meanwhile is resident still, or
+ * left memory again: hash_del() notes when, in drop_seq[] by a hash of
+ * its pointer, and the fill refuses if that is after the want (now and
+ * then for another node of the same hash: only a read is wasted). A
+ * tree freed or set up again refuses every want named before.
+ */
+static void want_set(const struct bch_btree *b, const struct bch_node *p,
+		     const struct bch_bkey *k, struct bch_btree_want *w)
+{
+	w->key = *k;
+	node_prev(p, k, &w->lo);
+	w->level = p->level - 1;
+	w->drops = b->drops;
+}
+
+/* Down toward (inode, end): the leaf, or NULL with *@w set if a node lacks. */
+static struct bch_node *want_walk(const struct bch_btree *b, u32 inode, u64 end,
+				  struct bch_btree_want *w, bool *missing)
+{
+	struct bch_node *n = b->root, *c;
+	const struct bch_bkey *k;
+
+	*missing = false;
+	while (n && n->level) {
+		k = node_search(n, inode, end);
+		if (!k)
+			return NULL;	/* corrupt: the locked path says so */
+		c = node_find(b, k->ptr);
+		if (!c) {
+			want_set(b, n, k, w);
+			*missing = true;
+			return NULL;
+		}
+		if (c->level + 1 != n->level)
+			return NULL;
+		n = c;
+	}
+	return n;
+}
+
+bool bch_btree_want(const struct bch_btree *b, u32 inode, u64 start, u64 end,
+		    struct bch_btree_want *w)
+{
+	struct bch_node *n;
+	bool missing;
+
+	while (start < end) {
+		n = want_walk(b, inode, start + 1, w, &missing);
+		if (!n)
+			return missing;
+		if (n->key.inode != inode || n->key.end >= end)
+			break;
+		start = n->key.end;
+	}
+	return false;
+}
+
+bool bch_btree_gc_want(const struct bch_btree *b, struct bch_btree_want *w)
+{
+	bool missing;
+	u32 inode;
+	u64 end;
+
+	if (!key_after(&b->gc_pos, &inode, &end))
+		return false;
+	want_walk(b, inode, end, w, &missing);
+	return missing;
+}
+
+int bch_btree_want_read(struct bch_btree *b, const struct bch_btree_want *w, void *buf)
+{
+	if (bad_ptr(b, &w->key))
+		return -EUCLEAN;
+	return b->ops->io(b, false, div_u64(w->key.ptr, b->bucket_sectors), 0,
+			  buf, b->bucket_sectors);
+}
+
+static bool want_intact(const struct bch_btree *b, const struct bch_btree_want *w)
+{
+	return w->drops >= b->drops_floor &&
+	       b->drop_seq[drop_slot(w->key.ptr)] <= w->drops;
+}
+
+int bch_btree_want_fill(struct bch_btree *b, const struct bch_btree_want *w,
+			const void *buf, bool for_gc)
+{
+	struct bch_node *p = b->root, *n;
+	const struct bch_bkey *k;
+	int ret;
+
+	if (node_find(b, w->key.ptr))
+		return 0;		/* read by another meanwhile */
+	if (!want_intact(b, w))
+		return -EAGAIN;
+	while (p && p->level > w->level + 1)
+		p = node_child(b, p, w->key.inode, w->key.end);
+	if (!p || p->level != w->level + 1)
+		return -EAGAIN;
+	k = node_search(p, w->key.inode, w->key.end);
+	if (!k || bch_bkey_cmp(k, &w->key) || k->ptr != w->key.ptr ||
+	    k->gen != w->key.gen)
+		return -EAGAIN;
+	ret = node_load_from(b, k, w->level, &w->lo, buf, &n);
+	if (ret)
+		return ret;
+	/*
+	 * A second chance for the user, who has yet to take the lock again;
+	 * the GC pass's leaves are the first to go once it went through.
+	 */
+	WRITE_ONCE(n->accessed, !for_gc);
+	n->gc_read = for_gc && !n->level;
+	b->reads_unlocked++;
 	return 0;
 }
 
@@ -1263,11 +1410,13 @@ static int btree_setup(struct bch_btree *b)
 	b->cows = 0;
 	b->set_writes = 0;
 	b->reads = 0;
+	b->reads_unlocked = 0;
 	b->evictions = 0;
 	b->leaves = 0;
 	b->nclean = 0;
 	INIT_LIST_HEAD(&b->clean);
 	b->hash_bits = BCH_HASH_MIN_BITS;
+	b->drops_floor = ++b->drops;	/* no want survives */
 	b->scratch = bch_kvzalloc(b->node_keys * sizeof(*b->scratch));
 	b->iobuf = bch_kvzalloc(bucket_bytes);
 	b->hash = bch_kvzalloc(sizeof(*b->hash) << b->hash_bits);
@@ -1344,5 +1493,6 @@ void bch_btree_free(struct bch_btree *b)
 	b->nodes = 0;
 	b->leaves = 0;
 	b->nclean = 0;
+	b->drops_floor = ++b->drops;
 	INIT_LIST_HEAD(&b->clean);
 }

@@ -50,6 +50,16 @@ static inline u64 bch_key_start(const struct bch_bkey *k)
 struct bch_btree;
 struct bch_node;
 
+/* A node to read with no lock held (btree.c: bch_btree_want()). */
+struct bch_btree_want {
+	struct bch_bkey	key;		/* the pointer to it */
+	struct bch_bkey	lo;		/* its lower bound */
+	unsigned int	level;
+	u64		drops;		/* b->drops when named */
+};
+
+#define BCH_BTREE_DROP_BITS	10
+
 struct bch_btree_ops {
 	/* a free bucket for a node; its current gen. Must not do IO. */
 	int (*alloc)(struct bch_btree *b, u64 *bucket, u8 *gen);
@@ -97,12 +107,16 @@ struct bch_btree {
 	u64		nclean;			/* on the clean list */
 	u64		flush_gen;		/* of the last flush started */
 	struct bch_bkey	flush_pos;		/* where it is */
+	u64		drops;			/* nodes that left memory, ever */
+	u64		drops_floor;		/* drops when last freed or set up */
+	u64		drop_seq[1 << BCH_BTREE_DROP_BITS];	/* by pointer hash */
 	u64		gc_gen;			/* of the last GC pass started */
 	struct bch_bkey	gc_pos;			/* the last leaf it went through */
 
 	/* Counters, for the status line and the tests. */
 	u64		nodes;			/* resident */
 	u64		reads;			/* nodes read from disk */
+	u64		reads_unlocked;		/* of them, by bch_btree_want_fill() */
 	u64		evictions;
 	u64		compactions;
 	u64		splits;
@@ -187,6 +201,13 @@ int bch_btree_lookup_load(struct bch_btree *b, u32 inode, u64 start, u64 end,
 int bch_btree_read_all(struct bch_btree *b);
 /* Exclusive access: evict clean leaves down to max_leaves (a shrinker's call). */
 u64 bch_btree_evict(struct bch_btree *b, u64 max_leaves);
+
+bool bch_btree_want(const struct bch_btree *b, u32 inode, u64 start, u64 end,
+		    struct bch_btree_want *w);
+bool bch_btree_gc_want(const struct bch_btree *b, struct bch_btree_want *w);
+int bch_btree_want_read(struct bch_btree *b, const struct bch_btree_want *w, void *buf);
+int bch_btree_want_fill(struct bch_btree *b, const struct bch_btree_want *w,
+			const void *buf, bool for_gc);
 
 typedef void (*bch_btree_gc_fn)(struct bch_btree *b, const struct bch_bkey *k,
 				bool is_node, void *arg);

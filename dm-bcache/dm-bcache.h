@@ -54,6 +54,9 @@ enum bch_bucket_state {
 /* bch_slot_inode() of a slot that holds no data: matches no key. */
 #define BCH_INODE_NONE		U32_MAX
 
+/* Index nodes read at once with the btree lock let go (index.c). */
+#define BCH_READ_BUFS		4
+
 struct bch_bucket {
 	u16	prio;
 	u8	gen;
@@ -161,6 +164,9 @@ struct bch_cache_set {
 	struct rw_semaphore	btree_lock;
 	struct bch_btree	btree;
 	int			node_cache_mb;	/* the budget max_leaves is of */
+	/* Buckets to read nodes into with the lock let go; made on first use. */
+	void			*read_buf[BCH_READ_BUFS];
+	unsigned long		read_busy;	/* bit i: read_buf[i] taken */
 	struct shrinker		*shrinker;	/* of clean index leaves */
 	struct bch_journal	journal;
 	struct mutex		checkpoint_lock;	/* one at a time */
@@ -352,6 +358,11 @@ int bch_index_lookup(struct bch_cache_set *set, u32 inode, u64 start, u64 end,
 		     struct bch_bkey *out);
 void bch_index_trim(struct bch_cache_set *set);
 void bch_index_yield(struct bch_cache_set *set);
+int bch_index_buf_get(struct bch_cache_set *set);
+void bch_index_buf_put(struct bch_cache_set *set, int slot);
+void bch_index_read_ahead(struct bch_cache_set *set, u32 inode, u64 start,
+			  u64 end, bool trim);
+void bch_index_yield_gc(struct bch_cache_set *set, int slot);
 void bch_index_lock(struct bch_cache_set *set);
 int bch_checkpoint(struct bch_cache_set *set, bool gc);
 bool bch_checkpoint_retry(int r);

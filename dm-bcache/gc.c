@@ -117,17 +117,19 @@ bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k)
  */
 int bch_gc_pass(struct bch_cache_set *set)
 {
-	int r;
+	int r, slot;
 
 	lockdep_assert_held_write(&set->btree_lock);
 	bch_alloc_gc_start(set);
 	bch_btree_gc_start(&set->btree);
+	slot = bch_index_buf_get(set);
 	for (;;) {
 		r = bch_btree_gc_step(&set->btree, bch_gc_mark, set);
 		if (r <= 0)
 			break;
-		bch_index_yield(set);
+		bch_index_yield_gc(set, slot);
 	}
+	bch_index_buf_put(set, slot);
 	if (r) {
 		/* Counts are partial: keep the running ones and retry later. */
 		DMERR_LIMIT("%s: gc failed: %d", set->name, r);

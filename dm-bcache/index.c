@@ -30,6 +30,12 @@ module_param(node_cache_mb, int, 0644);
 MODULE_PARM_DESC(node_cache_mb,
 		 "MiB of index nodes kept per cache device (-1: RAM/8, 0: only those in use)");
 
+/* N: every node is read under the btree lock, as before (to compare). */
+static bool read_unlocked = true;
+module_param(read_unlocked, bool, 0644);
+MODULE_PARM_DESC(read_unlocked,
+		 "Read index nodes with the index unlocked (N: under its lock)");
+
 /* Changed leaves past the budget before a checkpoint is asked for. */
 #define BCH_DIRTY_LEAVES_SLACK	64
 
@@ -390,6 +396,125 @@ void bch_index_yield(struct bch_cache_set *set)
 	down_write(&set->btree_lock);
 }
 
+/* Nodes one read-ahead reads at most: the depth and a few leaves. */
+#define BCH_READ_AHEAD_NODES	8
+
+/*
+ * Buffers for nodes read with the btree lock let go: a few per set, a
+ * bucket each, made on first use. None free, or no memory: -1, and the
+ * caller's lookup reads under the lock as before.
+ */
+int bch_index_buf_get(struct bch_cache_set *set)
+{
+	int i;
+
+	BUILD_BUG_ON(BCH_READ_BUFS > BITS_PER_LONG);
+	for (i = 0; i < BCH_READ_BUFS; i++) {
+		if (test_and_set_bit_lock(i, &set->read_busy))
+			continue;
+		if (!set->read_buf[i])
+			set->read_buf[i] = bch_kvzalloc((size_t)set->bucket_size <<
+							SECTOR_SHIFT);
+		if (set->read_buf[i])
+			return i;
+		clear_bit_unlock(i, &set->read_busy);
+	}
+	return -1;
+}
+
+void bch_index_buf_put(struct bch_cache_set *set, int slot)
+{
+	if (slot >= 0)
+		clear_bit_unlock(slot, &set->read_busy);
+}
+
+/*
+ * Read the nodes a lookup of [@start, @end) of @inode lacks, each with
+ * no lock held, so that the IO waiting for the index does not wait for
+ * the disk as well (btree.c: bch_btree_want()). Best effort: a node the
+ * fill refuses, or that is evicted again before its user takes the lock,
+ * that user reads under the lock. @trim evicts down to the budget first,
+ * for a user that then reads what is still missing and holds it; without
+ * it, a writer holding or waiting for the lock ends the read-ahead, so
+ * that an insert never queues behind a writer twice.
+ */
+void bch_index_read_ahead(struct bch_cache_set *set, u32 inode, u64 start,
+			  u64 end, bool trim)
+{
+	struct bch_btree *b = &set->btree;
+	struct bch_btree_want w;
+	u64 last = U64_MAX;
+	int i, r, slot = -1;
+	bool missing;
+
+	/* Not from map(): its IO would wait for map() to return. */
+	if (current->bio_list)
+		return;
+	if (!READ_ONCE(read_unlocked)) {
+		if (trim) {
+			down_write(&set->btree_lock);
+			bch_index_trim(set);
+			up_write(&set->btree_lock);
+		}
+		return;
+	}
+	if (trim) {
+		down_write(&set->btree_lock);
+		bch_index_trim(set);
+		downgrade_write(&set->btree_lock);
+	} else if (!down_read_trylock(&set->btree_lock)) {
+		return;
+	}
+	for (i = 0; i < BCH_READ_AHEAD_NODES; i++) {
+		if (i)
+			down_read(&set->btree_lock);
+		missing = !bch_cache_failed(set) &&
+			  bch_btree_want(b, inode, start, end, &w);
+		up_read(&set->btree_lock);
+		/* The same node again: evicted meanwhile, leave it to the user. */
+		if (!missing || w.key.ptr == last)
+			break;
+		last = w.key.ptr;
+		if (slot < 0)
+			slot = bch_index_buf_get(set);
+		if (slot < 0 || bch_btree_want_read(b, &w, set->read_buf[slot]))
+			break;
+		down_write(&set->btree_lock);
+		r = bch_btree_want_fill(b, &w, set->read_buf[slot], false);
+		up_write(&set->btree_lock);
+		if (r)
+			break;
+	}
+	bch_index_buf_put(set, slot);
+}
+
+/*
+ * Between two steps of a GC pass: let the IO waiting for the index in,
+ * and meanwhile read what the next step lacks into buffer @slot (if not
+ * -1). Holds the lock for write again on return.
+ */
+void bch_index_yield_gc(struct bch_cache_set *set, int slot)
+{
+	struct bch_btree *b = &set->btree;
+	struct bch_btree_want w;
+	bool read = false;
+	int i, r;
+
+	for (i = 0; i < BCH_READ_AHEAD_NODES; i++) {
+		if (slot < 0 || bch_cache_failed(set) ||
+		    !READ_ONCE(read_unlocked) || !bch_btree_gc_want(b, &w))
+			break;
+		up_write(&set->btree_lock);
+		read = true;
+		r = bch_btree_want_read(b, &w, set->read_buf[slot]);
+		down_write(&set->btree_lock);
+		if (r || bch_btree_want_fill(b, &w, set->read_buf[slot], true))
+			break;
+	}
+	if (!read)
+		bch_index_yield(set);
+}
+
 /*
  * Take the btree lock for write to change the index. While a checkpoint
  * holds the journal, a change would be in no entry, and perhaps not in
@@ -600,6 +725,10 @@ bool bch_checkpoint_retry(int r)
 
 void bch_index_free(struct bch_cache_set *set)
 {
+	int i;
+
 	bch_index_shrinker_stop(set);
 	bch_btree_free(&set->btree);
+	for (i = 0; i < BCH_READ_BUFS; i++)
+		bch_kvfree(set->read_buf[i]);
 }

@@ -200,6 +200,8 @@ static void bch_fill_work(struct work_struct *work)
 	int r;
 
 	if (f->written) {
+		bch_index_read_ahead(set, f->inode, f->sector,
+				     f->sector + f->sectors, false);
 		bch_index_lock(set);
 		r = bch_index(f, f->sector, f->sectors, f->ptr, f->gen);
 		bch_index_done(f, f->ptr, f->sectors, r);
@@ -231,6 +233,9 @@ static void bch_fill_work(struct work_struct *work)
 			bch_cache_io_error(set, true);
 		}
 
+		if (!r)
+			bch_index_read_ahead(set, f->inode, f->sector + done,
+					     f->sector + done + got, false);
 		bch_index_lock(set);
 		if (!r)
 			r = bch_index(f, f->sector + done, got, ptr, gen);
@@ -632,9 +637,14 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	}
 	bio_list_init(&clones);
 	if (io->deferred) {
-		/* Read what the lookups need; nothing is evicted under read. */
+		/*
+		 * Read what the lookups need, with the lock let go, then
+		 * what is still missing under it: nothing is evicted under
+		 * read.
+		 */
+		bch_index_read_ahead(set, io->inode, sector, sector + sectors,
+				     true);
 		down_write(&set->btree_lock);
-		bch_index_trim(set);
 		hit = bch_btree_load_range(&set->btree, io->inode, sector,
 					   sector + sectors);
 		downgrade_write(&set->btree_lock);
@@ -792,11 +802,13 @@ static int bch_punch(struct bch_target *bt, struct bio *bio, u32 inode,
 		return BCH_PUNCH_NONE;
 	down_read(&set->btree_lock);
 	/* A leaf that is not resident may hold something: look closer. */
-	cached = bch_btree_lookup(&set->btree, inode, sector, sector + sectors,
-				  &k) || k.size < sectors;
+	r = bch_btree_lookup(&set->btree, inode, sector, sector + sectors, &k);
+	cached = r || k.size < sectors;
 	up_read(&set->btree_lock);
 	if (!cached)
 		return BCH_PUNCH_NONE;
+	if (r < 0)
+		bch_index_read_ahead(set, inode, sector, sector + sectors, false);
 
 	bch_index_lock(set);
 	/* Unless it cannot be: a failed device whose batches fail. */
@@ -1230,6 +1242,7 @@ static void bch_dirty_index_work(struct work_struct *work)
 	bool fua = io->fua;
 	int r = -EAGAIN;
 
+	bch_index_read_ahead(set, io->inode, bch_key_start(&k), k.end, false);
 	bch_index_lock(set);
 	if (io->inode == bch_slot_inode(set, bt->slot))
 		r = bch_index_insert(set, &k);

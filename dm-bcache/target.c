@@ -314,9 +314,10 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 		       atomic64_read(&set->checkpoints));
 		DMEMIT(" %lld %lld", atomic64_read(&bt->wb.written),
 		       atomic64_read(&st->rewritten));
-		DMEMIT(" %lld %llu %llu", atomic64_read(&st->deferred),
+		DMEMIT(" %lld %llu %llu %llu", atomic64_read(&st->deferred),
 		       READ_ONCE(set->btree.reads),
-		       READ_ONCE(set->btree.evictions));
+		       READ_ONCE(set->btree.evictions),
+		       READ_ONCE(set->btree.reads_unlocked));
 		DMEMIT(" 8 sequential_cutoff %llu",
 		       READ_ONCE(bt->seq.cutoff) << SECTOR_SHIFT);
 		DMEMIT(" cache_priority_initial %u cache_priority_hit %u",

@@ -334,12 +334,15 @@ static bool bch_wb_collect(struct bch_target *bt, struct bch_wb_batch *b,
 	spin_unlock(&wb->lock);
 
 	/*
-	 * The leaves the last walk missed are read first, and stay for this
-	 * walk: nothing is evicted while the read lock is held.
+	 * The leaves the last walk missed are read first, with the lock let
+	 * go and then under it, and stay for this walk: nothing is evicted
+	 * while the read lock is held.
 	 */
 	if (wb->nr_loads) {
+		for (i = 0; i < wb->nr_loads; i++)
+			bch_index_read_ahead(set, inode, wb->loads[i].start,
+					     wb->loads[i].end, !i);
 		down_write(&set->btree_lock);
-		bch_index_trim(set);
 		for (i = 0; i < wb->nr_loads && !b->load_error; i++)
 			b->load_error = bch_btree_load_range(&set->btree, inode,
 							     wb->loads[i].start,

@@ -14,7 +14,10 @@
 #              on the idle filled cache: IO waits for as long
 #   latency    4k random reads (90/10 with writes, QD1) of the filled set:
 #              p99.9 and max alone, beside "gc" messages back to back,
-#              beside "checkpoint" messages back to back
+#              beside "checkpoint" messages back to back, and beside "gc"
+#              messages again with read_unlocked=N (nodes read under the
+#              index lock: what that parameter saves, when leaves are
+#              evicted)
 # Result lines:
 #   SC case size_gib key value       (keys: see report.sh)
 #   SL case size_gib mode reads p999_us max_us checkpoints
@@ -35,13 +38,13 @@ timed() {
 }
 
 # scale_lat CASE GIB MODE FILL_MB: read latencies of a 90/10 QD1 run,
-# beside MODE (idle, gc, checkpoint) messages back to back.
+# beside MODE (idle, gc, checkpoint, gc-locked) messages back to back.
 scale_lat() {
-	local c=$1 s=$2 mode=$3 mb=$4 cp0 cp1 pid=
+	local c=$1 s=$2 mode=$3 mb=$4 msg=${3%-locked} cp0 cp1 pid=
 	rm -f "$B/tmp/lat_"* "$B/tmp/bg.stop"
 	cp0=$(dmb_stat dmb checkpoints)
 	if [ "$mode" != idle ]; then
-		(while [ ! -e "$B/tmp/bg.stop" ]; do dmsetup message dmb 0 "$mode" || break; done) &
+		(while [ ! -e "$B/tmp/bg.stop" ]; do dmsetup message dmb 0 "$msg" || break; done) &
 		pid=$!
 	fi
 	fio --name=lat --filename=/dev/mapper/dmb --ioengine=psync --rw=randrw --rwmixread=90 \
@@ -111,6 +114,9 @@ scale_one() {
 	for f in idle gc checkpoint; do
 		scale_lat "$c" "$s" $f "$mb"
 	done
+	echo N >/sys/module/dm_bcache/parameters/read_unlocked
+	scale_lat "$c" "$s" gc-locked "$mb"
+	echo Y >/sys/module/dm_bcache/parameters/read_unlocked
 	# the open of a filled cache: the root and what the journal replays
 	dmsetup remove dmb
 	i=0

@@ -167,6 +167,9 @@ static struct {
 	unsigned int	max_depth;
 	u64		splits, compactions, cows, set_writes;	/* over reloads */
 	long		failed_inserts;
+	/* nodes read with no lock held (bch_btree_want()) */
+	u8		*wbuf;
+	long		want_fills, want_refused;
 	/* the directed tests' buffers, freed by teardown() */
 	struct msec	*snap[3];
 	u8		*saved;
@@ -334,7 +337,9 @@ static void setup(const char *test, const struct config *c)
 	T.pending = calloc(c->nbuckets, sizeof(*T.pending));
 	T.pend = calloc(c->nbuckets, sizeof(*T.pend));
 	T.next = calloc(c->nbuckets, sizeof(*T.next));
-	if (!T.data || !T.used || !T.gen || !T.free || !T.pending || !T.pend || !T.next)
+	T.wbuf = malloc((size_t)c->bucket << BCH_SECTOR_SHIFT);
+	if (!T.data || !T.used || !T.gen || !T.free || !T.pending || !T.pend || !T.next ||
+	    !T.wbuf)
 		abort();
 	/* bucket 0 is never handed out: a zero pointer is always wrong */
 	for (i = 1; i < c->nbuckets; i++) {
@@ -371,6 +376,7 @@ static void teardown(void)
 	free(T.pending);
 	free(T.pend);
 	free(T.next);
+	free(T.wbuf);
 	free(T.jlog);
 	for (i = 0; i < NINODES; i++) {
 		free(T.model[i]);
@@ -768,6 +774,62 @@ static int random_lookup(void)
 	return r;
 }
 
+/*
+ * A node read with no lock held, as the kernel reads ahead: named, read,
+ * then the tree changes (inserts, splits, flushes, evictions) before the
+ * fill. The fill takes it or refuses; lookups must agree with the model.
+ */
+static int random_want_fill(void)
+{
+	unsigned int i = rnd(NINODES), n;
+	u64 a = rnd(T.cfg->space), e = min(a + 1 + rnd(256), T.cfg->space);
+	struct bch_btree_want w;
+	int r;
+
+	if (!bch_btree_want(&T.b, inodes[i], T.base[i] + a, T.base[i] + e, &w))
+		return 1;
+	T.io_ok = true;
+	r = bch_btree_want_read(&T.b, &w, T.wbuf);
+	T.io_ok = false;
+	CHECK(r == 0);
+	for (n = rnd(4); n--;) {
+		switch (rnd(4)) {
+		case 0:
+		case 1:
+			CHECK(random_insert());
+			break;
+		case 2:
+			bch_btree_evict(&T.b, rnd(2) ? 0 : T.b.leaves / 2);
+			break;
+		default:
+			CHECK(flush_check(false));
+		}
+	}
+	r = bch_btree_want_fill(&T.b, &w, T.wbuf, rnd(2));
+	CHECK(r == 0 || r == -EAGAIN);
+	T.want_fills += !r;
+	T.want_refused += r == -EAGAIN;
+	CHECK(compare_range(i, a, e));
+	if (!r && rnd(2)) {
+		/* What goes to disk through the filled node, read back. */
+		struct bch_bkey k = {
+			.inode	= inodes[i],
+			.size	= 1,
+			.end	= T.base[i] + a + 1,
+			.ptr	= DATA_BASE + rnd(DB),
+		};
+
+		k.gen = T.dgen[(k.ptr - DATA_BASE) / DB];
+		CHECK(do_insert(&k) == 0);
+		model_insert(&k);
+		CHECK(flush_check(false));
+		bch_btree_evict(&T.b, 0);
+		CHECK(compare_range(i, a, e));
+	}
+	bch_btree_evict(&T.b, T.b.max_leaves);
+	return 1;
+}
+
 /* Kill a data bucket; the sectors that pointed there now read as holes. */
 static int bump_gen(void)
 {
@@ -999,6 +1061,7 @@ static void fuzzy_gc_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_n
  */
 static int fuzzy_gc(void)
 {
+	struct bch_btree_want w;
 	long rf = T.read_faults;
 	unsigned int i;
 	u64 j;
@@ -1019,7 +1082,19 @@ static int fuzzy_gc(void)
 		T.read_fail_in = 0;
 		if (r <= 0)
 			break;
-		CHECK(between_steps());
+		if (T.b.max_leaves != U64_MAX && rnd(2) && bch_btree_gc_want(&T.b, &w)) {
+			/* the next step's node, read with the tree changing */
+			T.io_ok = true;
+			CHECK(bch_btree_want_read(&T.b, &w, T.wbuf) == 0);
+			T.io_ok = false;
+			CHECK(between_steps());
+			r = bch_btree_want_fill(&T.b, &w, T.wbuf, true);
+			CHECK(r == 0 || r == -EAGAIN);
+			T.want_fills += !r;
+			T.want_refused += r == -EAGAIN;
+		} else {
+			CHECK(between_steps());
+		}
 	}
 	T.gc_on = false;
 	if (r) {
@@ -1064,7 +1139,10 @@ static int run_random(const struct config *c, u64 seed, long ops)
 		if (r < 700) {
 			CHECK(random_insert());
 		} else if (r < 900) {
-			CHECK(random_lookup());
+			if (T.b.max_leaves != U64_MAX && rnd(3) == 0)
+				CHECK(random_want_fill());
+			else
+				CHECK(random_lookup());
 		} else if (r < 900 + c->bump) {
 			CHECK(bump_gen());
 		} else if (r < 940) {
@@ -1095,9 +1173,10 @@ static int run_random(const struct config *c, u64 seed, long ops)
 	printf(" %llu cows, %llu set writes; faults %ld/%ld/%ld/%ld mem/alloc/io/read, %ld failed inserts;",
 	       T.cows + T.b.cows, T.set_writes + T.b.set_writes, mem_faults, T.alloc_faults,
 	       T.write_faults, T.read_faults, T.failed_inserts);
-	printf(" %llu resident, %llu reads, %llu evictions; %ld fuzzy flushes, %ld fuzzy gcs, %ld crash checks\n",
+	printf(" %llu resident, %llu reads, %llu evictions; %ld fuzzy flushes, %ld fuzzy gcs, %ld crash checks;",
 	       bch_btree_nodes(&T.b), T.b.reads, T.b.evictions, T.fuzzy_flushes, T.fuzzy_gcs,
 	       T.crash_checks);
+	printf(" %ld/%ld reads ahead taken/refused\n", T.want_fills, T.want_refused);
 	return 1;
 }
 
@@ -1376,6 +1455,65 @@ static int test_basics(void)
 	return 1;
 }
 
+/*
+ * A leaf read with no lock held goes stale if, before the fill, it is
+ * read under the lock, changed, written and evicted: the fill must
+ * refuse it (the drop ring), or the change would be lost.
+ */
+static const struct config want_cfg = { "16/1 b=0", 16, 1, 4, 1 << 12, 8192, 8, 0, 0, -1 };
+
+static int test_want_stale(void)
+{
+	struct bch_btree_want w, w2;
+	struct bch_bkey k, out;
+	u64 reads;
+	int n;
+
+	setup("want-stale", &want_cfg);
+	T.alloc_ok = true;
+	CHECK(bch_btree_init(&T.b) == 0);
+	for (n = 0; n < 3000; n++) {
+		random_key(&k, 0, T.cfg->space);
+		CHECK(do_insert(&k) == 0);
+		model_insert(&k);
+	}
+	CHECK(bch_btree_depth(&T.b) >= 2);
+	CHECK(flush_check(false));
+	bch_btree_evict(&T.b, 0);
+
+	/* Taken: read, nothing changed, filled; the lookup reads nothing. */
+	CHECK(bch_btree_want(&T.b, 0, 4000, 4001, &w));
+	T.io_ok = true;
+	CHECK(bch_btree_want_read(&T.b, &w, T.wbuf) == 0);
+	T.io_ok = false;
+	reads = T.b.reads;
+	CHECK(bch_btree_want_fill(&T.b, &w, T.wbuf, false) == 0);
+	CHECK(T.b.reads == reads + 1);
+	CHECK(!bch_btree_want(&T.b, 0, 4000, 4001, &w2));
+	CHECK(bch_btree_lookup(&T.b, 0, 4000, 4001, &out) >= 0);
+	CHECK(compare_range(0, 4000, 4001));
+	bch_btree_evict(&T.b, 0);
+
+	/* Refused: read, then loaded, changed, written and evicted. */
+	CHECK(bch_btree_want(&T.b, 0, 4000, 4001, &w));
+	T.io_ok = true;
+	CHECK(bch_btree_want_read(&T.b, &w, T.wbuf) == 0);
+	T.io_ok = false;
+	memset(&k, 0, sizeof(k));
+	k.size = 1;
+	k.end = 4001;
+	k.ptr = DATA_BASE + 7;
+	k.gen = T.dgen[0];
+	CHECK(do_insert(&k) == 0);
+	model_insert(&k);
+	CHECK(flush_check(false));
+	bch_btree_evict(&T.b, 0);
+	CHECK(bch_btree_want_fill(&T.b, &w, T.wbuf, false) == -EAGAIN);
+	CHECK(compare_all());
+	CHECK(T.bad_calls == 0);
+	return 1;
+}
+
 static const struct config sets_cfg = { "1024/8 sets=8,2", 1024, 8, 8, 16, 4096, 256, 0, 0, 0 };
 
 /* A node written with more sets than the loading tree allows. */
@@ -1443,6 +1581,8 @@ static int run_test(unsigned int i, u64 seed, long ops)
 		return test_corrupt_node();
 	if (i == ARRAY_SIZE(configs) + 2)
 		return test_sets_change();
+	if (i == ARRAY_SIZE(configs) + 3)
+		return test_want_stale();
 	return test_basics();
 }
 
@@ -1456,7 +1596,7 @@ int main(int argc, char **argv)
 	test_seed = seed;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("btree_test seed %llu, %ld ops\n", seed, ops);
-	for (i = 0; i < ARRAY_SIZE(configs) + 4; i++) {
+	for (i = 0; i < ARRAY_SIZE(configs) + 5; i++) {
 		rng_state = seed * 1000003 + i;
 		seq_state = ~rng_state;
 		mem_live = 0;

@@ -1,7 +1,7 @@
 # The index's node cache (#13). With node_cache_mb=0 every clean leaf not
 # in use is evicted: after a checkpoint, reads and origin-bound writes find
-# their leaves gone, map() defers them to a worker that reads the leaf,
-# and the data stays right. A budget larger than the index keeps it: a
+# their leaves gone, map() defers them to a worker that reads the leaf
+# with the index unlocked, and the data stays right; so does a GC pass. A budget larger than the index keeps it: a
 # second pass over the same range defers nothing. The index read back at
 # open is evicted the same way.
 # disks: cache=64M origin=128M
@@ -44,6 +44,8 @@ d1=$(st deferred) r1=$(st nodes_read)
 info "after the read pass: deferred $d1, read $r1, evicted $(st nodes_evicted)"
 check "reads were deferred to read their leaves" test "$d1" -gt "$d0"
 check "leaves were read back" test "$r1" -gt "$r0"
+u1=$(st nodes_read_nolock)
+check "... with the index unlocked" test "$u1" -gt 0
 # Reads alone evict too: what stays is the root, the leaves of the last
 # deferred read, and none of the rest.
 check "nodes in memory stay within the budget after reads" \
@@ -56,6 +58,11 @@ check "4k random writes through to the origin, verified" fio_rw --rw=randwrite \
 	--number_ios=3000 --randseed=7
 d2=$(st deferred)
 check "origin-bound writes were deferred" test "$d2" -gt "$d1"
+u2=$(st nodes_read_nolock)
+check "... and read their leaves with the index unlocked" test "$u2" -gt "$u1"
+check "a GC pass" dmsetup message c 0 gc
+check "... read leaves with the index unlocked between its steps" \
+	test "$(st nodes_read_nolock)" -gt "$u2"
 check "writeback resumed" dmsetup message c 0 writeback_running 1
 check "writeback drains" dmsetup message c 0 flush
 check "the device equals the origin" dmb_same /dev/mapper/c "$origin"
