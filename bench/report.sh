@@ -395,6 +395,8 @@ END {
 	print "dm-bcache alone, on caches of each size (make-bcache defaults: 512 KiB buckets), each filled by 4k random read misses over 80% of it (one 4 KiB extent per key). Memory: slab + vmalloc growth over the fill, page cache dropped. open: the constructor on the filled cache (the bucket states and the root; the whole index before 2098278), and on the fresh one, and the nodes it read. gc: the `gc` message (a GC pass, then a checkpoint); checkpoint: the `checkpoint` message (a pass only if one is due); IO waits for either. Latency: the reads of a 4k 90/10 read/write QD1 run over the filled set, p99.9 / max in us: alone, and beside those messages sent back to back (how many ran, in brackets); then beside `gc` messages again with `read_unlocked=N`, every index node read with the index locked (the way before 2026-12-05): with a node budget smaller than the index, the difference is what reading nodes unlocked saves.\n"
 	if ("node_cache_mb" in g)
 		printf "node_cache_mb: %s (-1: an eighth of RAM). After the checkpoints: the memory once every leaf is clean, and the nodes resident / read from disk so far.\n\n", g["node_cache_mb"]
+	if (g["cache_delay_ms"] > 0)
+		printf "The cache device is behind dm-delay: %s ms on every read and write.\n\n", g["cache_delay_ms"]
 	print "| cache GiB | cached MiB | nodes in memory | slab+vmalloc MiB | MiB per GiB cached | after checkpoints MiB | nodes resident / read | open s (empty), nodes read | gc s | checkpoint s | read p99.9 / max us, alone | during gc | during checkpoint | during gc, nodes read locked |"
 	print "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 	for (i = 1; i <= n; i++) {

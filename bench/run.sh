@@ -37,6 +37,9 @@
 #   BENCH_SCALE_LAT_RT=10 seconds of each latency run of the scale case
 #   BENCH_NODE_CACHE_MB=  dm-bcache's node_cache_mb in the scale case (the
 #                         index's memory budget; default: the module's)
+#   BENCH_SCALE_CACHE_DELAY_MS=0  the scale case's cache device behind
+#                         dm-delay (reads and writes): a slower cache, where
+#                         what waits for a node read shows
 #   BENCH_SMP=2 BENCH_MEM=4G BENCH_TIMEOUT=2400   the guest
 #   V=1                   stream the whole console (default: progress lines)
 #
@@ -64,10 +67,11 @@ PROFILE=${BENCH_PROFILE:-0}
 SCALE_GB=${BENCH_SCALE_GB:-1,4}
 SCALE_LAT_RT=${BENCH_SCALE_LAT_RT:-10}
 NODE_CACHE_MB=${BENCH_NODE_CACHE_MB:-}
+SCALE_CACHE_DELAY=${BENCH_SCALE_CACHE_DELAY_MS:-0}
 ORIGIN_MB=1024
 
 die() { echo "bench/run.sh: error: $*" >&2; exit 2; }
-for v in DELAY REPS RT ZRT CACHE_MB SMP TIMEOUT SCALE_LAT_RT; do
+for v in DELAY REPS RT ZRT CACHE_MB SMP TIMEOUT SCALE_LAT_RT SCALE_CACHE_DELAY; do
 	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v=${!v} is not a number"
 done
 [[ $CASES =~ ^[a-z,-]+$ ]] || die "bad BENCH_CASES=$CASES"
@@ -187,6 +191,7 @@ append+=" bench.cases=$CASES bench.delay=$DELAY bench.reps=$REPS bench.rt=$RT"
 append+=" bench.zrt=$ZRT bench.cache_mb=$CACHE_MB bench.contenders=$CONTENDERS"
 append+=" bench.profile=$PROFILE${JOBS:+ bench.jobs=$JOBS}"
 append+=" bench.scale_gb=$SCALE_GB bench.scale_lat_rt=$SCALE_LAT_RT"
+append+=" bench.scale_cache_delay=$SCALE_CACHE_DELAY"
 append+="${NODE_CACHE_MB:+ bench.node_cache_mb=$NODE_CACHE_MB}"
 QEMU+=(-append "$append")
 printf '%q ' "${QEMU[@]}" >"$OUT/qemu.cmd"

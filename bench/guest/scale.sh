@@ -25,6 +25,7 @@
 SCALE_GB=$(bparam scale_gb 1,4 | tr ',' ' ')
 SCALE_LAT_RT=$(bparam scale_lat_rt 10)
 SCALE_NODE_CACHE_MB=$(bparam node_cache_mb "")
+SCALE_CACHE_DELAY=$(bparam scale_cache_delay 0)
 
 # Median of the first field of stdin's lines.
 median1() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
@@ -73,8 +74,11 @@ scale_one() {
 		err "$c dm-bcache scale ${s}G: the scale disk or the origin is too small"
 		return 1
 	fi
-	dmsetup create scache --table "0 $csz linear $SCALE_DISK 0" && dmsetup mknodes scache ||
-		{ err "$c dm-bcache scale ${s}G: dm-linear"; return 1; }
+	if [ "$SCALE_CACHE_DELAY" -gt 0 ]; then
+		dmsetup create scache --table "0 $csz delay $SCALE_DISK 0 $SCALE_CACHE_DELAY"
+	else
+		dmsetup create scache --table "0 $csz linear $SCALE_DISK 0"
+	fi && dmsetup mknodes scache || { err "$c dm-bcache scale ${s}G: the cache device"; return 1; }
 	wipe /dev/mapper/scache
 	# buckets: make-bcache's default (512 KiB), as on a real SSD
 	make-bcache -q -w 4k /dev/mapper/scache || { err "$c dm-bcache scale ${s}G: make-bcache"; return 1; }
@@ -142,6 +146,7 @@ scale_job() {
 			err "$c dm-bcache scale: node_cache_mb"
 	fi
 	out "SC $c 0 node_cache_mb $(cat /sys/module/dm_bcache/parameters/node_cache_mb)"
+	out "SC $c 0 cache_delay_ms $SCALE_CACHE_DELAY"
 	for s in $SCALE_GB; do
 		scale_one "$c" "$s"
 		save
