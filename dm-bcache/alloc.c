@@ -137,7 +137,10 @@ static u8 bch_bucket_state_flags(const struct bch_bucket *b)
 	return f;
 }
 
-/* The bucket array is being written (prio.c): take a consistent copy. */
+/*
+ * The bucket array is being written (prio.c), @n entries from @first at
+ * a time: take a copy of theirs.
+ */
 void bch_alloc_persist_fill(struct bch_cache_set *set, struct bch_bucket_disk *d,
 			    u64 first, u64 n)
 {

@@ -450,25 +450,18 @@ void bch_index_read_ahead(struct bch_cache_set *set, u32 inode, u64 start,
 	/* Not from map(): its IO would wait for map() to return. */
 	if (current->bio_list)
 		return;
-	if (!READ_ONCE(read_unlocked)) {
-		if (trim) {
-			down_write(&set->btree_lock);
-			bch_index_trim(set);
-			up_write(&set->btree_lock);
-		}
-		return;
-	}
 	if (trim) {
 		down_write(&set->btree_lock);
 		bch_index_trim(set);
 		downgrade_write(&set->btree_lock);
-	} else if (!down_read_trylock(&set->btree_lock)) {
+	} else if (!READ_ONCE(read_unlocked) ||
+		   !down_read_trylock(&set->btree_lock)) {
 		return;
 	}
 	for (i = 0; i < BCH_READ_AHEAD_NODES; i++) {
 		if (i)
 			down_read(&set->btree_lock);
-		missing = !bch_cache_failed(set) &&
+		missing = READ_ONCE(read_unlocked) && !bch_cache_failed(set) &&
 			  bch_btree_want(b, inode, start, end, &w);
 		up_read(&set->btree_lock);
 		/* The same node again: evicted meanwhile, leave it to the user. */
