@@ -430,7 +430,15 @@ enum bch_fault_point {
 	BCH_FAULTS,
 };
 
+/* Test-only waits that widen a race to where a test can hit it. */
+enum bch_fault_wait {
+	BCH_WAIT_GC_PAUSE,
+	BCH_WAIT_JOURNAL_HOLD,
+	BCH_WAITS,
+};
+
 bool bch_fault(enum bch_fault_point point);
+unsigned int bch_fault_wait_ms(enum bch_fault_wait wait);
 
 /* prio.c */
 int bch_prios_read(struct bch_cache_set *set, char **error);

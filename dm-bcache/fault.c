@@ -8,6 +8,9 @@
  * entry find the ring full (the journal overflows), so that the tests
  * can show no acknowledged write is lost when they do. 0 (the default)
  * turns a point off.
+ *
+ * Some races have windows of microseconds: the waits below hold one open
+ * long enough for a test to write into it on cue.
  */
 #include <linux/module.h>
 
@@ -15,6 +18,7 @@
 
 static unsigned int bch_fault_every[BCH_FAULTS];
 static atomic_t bch_fault_count[BCH_FAULTS];
+static unsigned int bch_fault_wait[BCH_WAITS];
 
 module_param_named(fail_insert_every, bch_fault_every[BCH_FAULT_INSERT],
 		   uint, 0644);
@@ -29,9 +33,22 @@ module_param_named(fail_journal_every, bch_fault_every[BCH_FAULT_JOURNAL],
 MODULE_PARM_DESC(fail_journal_every,
 		 "test only: every Nth journal entry finds the ring full");
 
+module_param_named(gc_pause_ms, bch_fault_wait[BCH_WAIT_GC_PAUSE], uint, 0644);
+MODULE_PARM_DESC(gc_pause_ms,
+		 "test only: a GC pass lets IO run this long before its first step");
+module_param_named(journal_hold_ms, bch_fault_wait[BCH_WAIT_JOURNAL_HOLD],
+		   uint, 0644);
+MODULE_PARM_DESC(journal_hold_ms,
+		 "test only: keys no flush waits for stay unwritten this long (0: 20 ms)");
+
 bool bch_fault(enum bch_fault_point point)
 {
 	unsigned int every = READ_ONCE(bch_fault_every[point]);
 
 	return every && !(atomic_inc_return(&bch_fault_count[point]) % every);
+}
+
+unsigned int bch_fault_wait_ms(enum bch_fault_wait wait)
+{
+	return READ_ONCE(bch_fault_wait[wait]);
 }

@@ -122,6 +122,11 @@ int bch_gc_pass(struct bch_cache_set *set)
 	lockdep_assert_held_write(&set->btree_lock);
 	bch_alloc_gc_start(set);
 	bch_btree_gc_start(&set->btree);
+	if (bch_fault_wait_ms(BCH_WAIT_GC_PAUSE)) {
+		up_write(&set->btree_lock);
+		msleep(bch_fault_wait_ms(BCH_WAIT_GC_PAUSE));
+		down_write(&set->btree_lock);
+	}
 	slot = bch_index_buf_get(set);
 	for (;;) {
 		r = bch_btree_gc_step(&set->btree, bch_gc_mark, set);

@@ -27,7 +27,12 @@
 #include "dm-bcache.h"
 
 /* Keys without a parked write may wait this long for company. */
-#define BCH_JOURNAL_DELAY	msecs_to_jiffies(20)
+static unsigned long bch_journal_delay(void)
+{
+	unsigned int ms = bch_fault_wait_ms(BCH_WAIT_JOURNAL_HOLD);
+
+	return msecs_to_jiffies(ms ?: 20);
+}
 
 static void bch_journal_write_work(struct work_struct *work);
 static void bch_journal_done_work(struct work_struct *work);
@@ -464,7 +469,7 @@ void bch_journal_add(struct bch_cache_set *set, const struct bch_bkey *k,
 	if (now)
 		mod_delayed_work(j->wq, &j->write_work, 0);
 	else
-		queue_delayed_work(j->wq, &j->write_work, BCH_JOURNAL_DELAY);
+		queue_delayed_work(j->wq, &j->write_work, bch_journal_delay());
 }
 
 /*
