@@ -799,7 +799,7 @@ int bch_btree_lookup_load(struct bch_btree *b, u32 inode, u64 start, u64 end,
  * pass (gc_gen), on the way to their first leaf.
  */
 static void node_gc(struct bch_btree *b, struct bch_node *n, bch_btree_gc_fn fn,
-		    void *arg)
+		    void *arg, bool clean)
 {
 	unsigned int i;
 	u32 j;
@@ -807,7 +807,7 @@ static void node_gc(struct bch_btree *b, struct bch_node *n, bch_btree_gc_fn fn,
 	if (n->level && n->gc_gen == b->gc_gen)
 		return;
 	n->gc_gen = b->gc_gen;
-	if (node_has_garbage(b, n))
+	if (!clean && node_has_garbage(b, n))
 		node_compact(b, n);
 	fn(b, &n->key, true, arg);
 	if (n->level)
@@ -818,10 +818,59 @@ static void node_gc(struct bch_btree *b, struct bch_node *n, bch_btree_gc_fn fn,
 			fn(b, &n->sets[i].keys[j], false, arg);
 }
 
+/* node_gc() would compact @n: only exclusive access will do. */
+static bool node_gc_compacts(struct bch_btree *b, const struct bch_node *n)
+{
+	return !(n->level && n->gc_gen == b->gc_gen) && node_has_garbage(b, n);
+}
+
 void bch_btree_gc_start(struct bch_btree *b)
 {
 	b->gc_gen++;
 	memset(&b->gc_pos, 0, sizeof(b->gc_pos));
+}
+
+/*
+ * The leaf a step enters and the nodes on the way to it into @path: 1,
+ * or 0 if the pass is done, or -EAGAIN if one is not resident (or looks
+ * corrupt: node_get() says so under exclusive access).
+ */
+static int gc_path(struct bch_btree *b, struct bch_node **path, unsigned int *depth)
+{
+	struct bch_node *n = b->root, *c;
+	struct bch_bkey *k;
+	u64 end;
+	u32 inode;
+
+	if (!key_after(&b->gc_pos, &inode, &end))
+		return 0;
+	*depth = 0;
+	for (;;) {
+		if (*depth == BCH_BTREE_MAX_DEPTH)
+			return -EAGAIN;
+		path[(*depth)++] = n;
+		if (!n->level)
+			return 1;
+		k = node_search(n, inode, end);
+		c = k ? node_find(b, k->ptr) : NULL;
+		if (!c || c->level + 1 != n->level || bch_bkey_cmp(&c->key, k))
+			return -EAGAIN;
+		n = c;
+	}
+}
+
+/* The end of a step: @n is the leaf it went through. */
+static int gc_step_done(struct bch_btree *b, struct bch_node *n, bool read)
+{
+	u64 end;
+	u32 inode;
+
+	/* Read for the pass alone: first to go, not the working set. */
+	if ((read || n->gc_read) && !list_empty(&n->lru))
+		list_move(&n->lru, &b->clean);
+	n->gc_read = false;
+	b->gc_pos = n->key;
+	return key_after(&b->gc_pos, &inode, &end);
 }
 
 /*
@@ -843,7 +892,7 @@ int bch_btree_gc_step(struct bch_btree *b, bch_btree_gc_fn fn, void *arg)
 		return -EINVAL;
 	if (!key_after(&b->gc_pos, &inode, &end))
 		return 0;
-	node_gc(b, n, fn, arg);
+	node_gc(b, n, fn, arg, false);
 	while (n->level) {
 		k = node_search(n, inode, end);
 		if (WARN_ON(!k))
@@ -851,15 +900,30 @@ int bch_btree_gc_step(struct bch_btree *b, bch_btree_gc_fn fn, void *arg)
 		ret = node_get(b, n, k, &n);
 		if (ret)
 			return ret;
-		node_gc(b, n, fn, arg);
+		node_gc(b, n, fn, arg, false);
 	}
-	/* Read for the pass alone: first to go, not the working set. */
-	if ((b->reads != reads || n->gc_read) && !list_empty(&n->lru))
-		list_move(&n->lru, &b->clean);
-	n->gc_read = false;
-	b->gc_pos = n->key;
+	ret = gc_step_done(b, n, b->reads != reads);
 	btree_evict(b);
-	return key_after(&b->gc_pos, &inode, &end);
+	return ret;
+}
+
+int bch_btree_gc_step_shared(struct bch_btree *b, bch_btree_gc_fn fn, void *arg)
+{
+	struct bch_node *path[BCH_BTREE_MAX_DEPTH];
+	unsigned int depth, i;
+	int ret;
+
+	if (!b->root)
+		return -EINVAL;
+	ret = gc_path(b, path, &depth);
+	if (ret <= 0)
+		return ret;
+	for (i = 0; i < depth; i++)
+		if (node_gc_compacts(b, path[i]))
+			return -EAGAIN;
+	for (i = 0; i < depth; i++)
+		node_gc(b, path[i], fn, arg, true);
+	return gc_step_done(b, path[depth - 1], false);
 }
 
 u32 bch_btree_gc_passed(const struct bch_btree *b, const struct bch_bkey *k)
@@ -889,29 +953,42 @@ int bch_btree_gc(struct bch_btree *b, bch_btree_gc_fn fn, void *arg)
 
 /* IO. */
 
+/*
+ * A flush step only packs the node it writes into iobuf; the write goes
+ * out in bch_btree_flush_write(), with lookups let in meanwhile. So
+ * whatever a lookup reads (the hash, pointers, sets) changes here, before
+ * the write, and what only the flush reads (how much of the bucket is
+ * ours, cleanliness) changes once the write is done.
+ */
+static void write_pend(struct bch_btree *b, struct bch_node *n, u64 bucket,
+		       u32 offset, size_t bytes, u64 seq, bool whole)
+{
+	b->pend.node = n;
+	b->pend.bucket = bucket;
+	b->pend.offset = offset;
+	b->pend.sectors = bytes >> BCH_SECTOR_SHIFT;
+	b->pend.seq = seq;
+	b->pend.whole = whole;
+}
+
 /* Write @n whole as the only set of @bucket, under a new @seq. */
 static int node_write_whole(struct bch_btree *b, struct bch_node *n, u64 bucket, u64 seq)
 {
 	size_t bytes;
-	int ret;
 
 	if (WARN_ON(n->nsets != 1))
 		return -EIO;
 	bytes = bch_bset_pack(b->iobuf, &n->sets[0], seq, n->level, 0,
 			      b->block_sectors << BCH_SECTOR_SHIFT);
-	ret = b->ops->io(b, true, bucket, 0, b->iobuf, bytes >> BCH_SECTOR_SHIFT);
-	if (ret)
-		return ret;
-	n->seq = seq;
-	n->written = bytes >> BCH_SECTOR_SHIFT;
-	n->nwritten = 1;
-	n->need_cow = false;
-	node_clean(b, n);
-	b->set_writes++;
+	write_pend(b, n, bucket, 0, bytes, seq, true);
 	return 0;
 }
 
-/* Rewrite @n whole to a new bucket and point @parent (NULL: root) there. */
+/*
+ * Rewrite @n whole to a new bucket and point @parent (NULL: root) there.
+ * The pointer moves before the write: until the flush is done, no node on
+ * disk is written to name it.
+ */
 static int node_cow(struct bch_btree *b, struct bch_node *n, struct bch_node *parent)
 {
 	u64 bucket, old = n->bucket;
@@ -936,7 +1013,6 @@ static int node_cow(struct bch_btree *b, struct bch_node *n, struct bch_node *pa
 	hash_del(b, n);
 	node_set_bucket(b, n, bucket, gen);
 	hash_add(b, n);
-	node_clean(b, n);		/* back on the LRU */
 	if (parent)
 		node_set_ptr(b, parent, &n->key);
 	b->ops->free(b, old);
@@ -944,12 +1020,12 @@ static int node_cow(struct bch_btree *b, struct bch_node *n, struct bch_node *pa
 	return 0;
 }
 
+/* Pack what @n must write, if anything, for bch_btree_flush_write(). */
 static int node_write(struct bch_btree *b, struct bch_node *n, struct bch_node *parent)
 {
 	u32 block_bytes = b->block_sectors << BCH_SECTOR_SHIFT;
 	struct bch_bset *open = &n->sets[n->nsets - 1];
 	size_t bytes;
-	int ret;
 
 	if (!n->dirty)
 		return 0;
@@ -968,14 +1044,7 @@ static int node_write(struct bch_btree *b, struct bch_node *n, struct bch_node *
 		if (n->written + (bytes >> BCH_SECTOR_SHIFT) <= b->bucket_sectors) {
 			bytes = bch_bset_pack(b->iobuf, open, n->seq, n->level, n->nwritten,
 					      block_bytes);
-			ret = b->ops->io(b, true, n->bucket, n->written, b->iobuf,
-					 bytes >> BCH_SECTOR_SHIFT);
-			if (ret)
-				return ret;
-			n->written += bytes >> BCH_SECTOR_SHIFT;
-			n->nwritten++;
-			node_clean(b, n);
-			b->set_writes++;
+			write_pend(b, n, n->bucket, n->written, bytes, n->seq, false);
 			return 0;
 		}
 	}
@@ -989,44 +1058,46 @@ static bool node_done(const struct bch_btree *b, const struct bch_node *n)
 }
 
 /*
- * Write @n and every resident descendant the flush has not passed,
- * children first: their new buckets go into @n before @n is written. A
- * child that is not resident is clean.
+ * The first node at or below @n that the flush has not passed, children
+ * first: their new buckets go into @n before @n is written. A child that
+ * is not resident is clean; a clean leaf is passed on the way. *@parent
+ * becomes the parent of the node returned.
  */
-static int node_flush(struct bch_btree *b, struct bch_node *n, struct bch_node *parent)
+static struct bch_node *flush_next(struct bch_btree *b, struct bch_node *n,
+				   struct bch_node **parent)
 {
 	struct bch_bkey *k, pos;
 	struct bch_node *c;
-	int ret;
 
-	if (n->level) {
-		for (k = node_next(n, NULL); k; k = node_next(n, &pos)) {
-			pos = *k;
-			c = node_find(b, k->ptr);
-			if (!c || node_done(b, c))
-				continue;
-			ret = node_flush(b, c, n);
-			if (ret)
-				return ret;
+	if (!n->level)
+		return n;
+	for (k = node_next(n, NULL); k; k = node_next(n, &pos)) {
+		pos = *k;
+		c = node_find(b, k->ptr);
+		if (!c || node_done(b, c))
+			continue;
+		if (!c->level && !c->dirty) {
+			c->flushed = b->flush_gen;
+			continue;
 		}
+		*parent = n;
+		return flush_next(b, c, parent);
 	}
-	ret = node_write(b, n, parent);
-	if (!ret)
-		n->flushed = b->flush_gen;
-	return ret;
+	return n;
 }
 
 void bch_btree_flush_start(struct bch_btree *b)
 {
 	b->flush_gen++;
 	memset(&b->flush_pos, 0, sizeof(b->flush_pos));
+	b->pend.node = NULL;
 }
 
 /*
  * The nodes a flush has passed lie at or below flush_pos in key order.
  * Nodes that splits made since may lie anywhere: under a node the flush
  * has passed, whose copy on disk does not name them, or under one it has
- * not (the path to flush_pos), whose node_flush() writes them first.
+ * not (the path to flush_pos), which flush_next() finds before it.
  */
 int bch_btree_flush_step(struct bch_btree *b)
 {
@@ -1036,6 +1107,7 @@ int bch_btree_flush_step(struct bch_btree *b)
 
 	if (!n)
 		return -EINVAL;
+	b->pend.node = NULL;
 	if (node_done(b, n))
 		return 0;
 	while (n->level) {
@@ -1065,23 +1137,55 @@ int bch_btree_flush_step(struct bch_btree *b)
 		btree_evict(b);
 		return 1;
 	}
-	ret = node_flush(b, n, p);
+	/* What splits left under n first, a node a step; then n. */
+	c = flush_next(b, n, &p);
+	ret = node_write(b, c, p);
 	if (ret)
 		return ret;
+	c->flushed = b->flush_gen;
+	if (c != n)
+		return 1;
 	b->flush_pos = n->key;
 	btree_evict(b);
 	return n == b->root ? 0 : 1;
 }
 
+int bch_btree_flush_write(struct bch_btree *b)
+{
+	struct bch_node *n = b->pend.node;
+	int ret;
+
+	if (!n)
+		return 0;
+	b->pend.node = NULL;
+	ret = b->ops->io(b, true, b->pend.bucket, b->pend.offset, b->iobuf,
+			 b->pend.sectors);
+	if (ret)
+		return ret;	/* still dirty: the next flush writes it again */
+	if (b->pend.whole) {
+		n->seq = b->pend.seq;
+		n->written = b->pend.sectors;
+		n->nwritten = 1;
+		n->need_cow = false;
+	} else {
+		n->written += b->pend.sectors;
+		n->nwritten++;
+	}
+	node_clean(b, n);
+	b->set_writes++;
+	return 0;
+}
+
 int bch_btree_flush(struct bch_btree *b)
 {
-	int ret;
+	int ret, w;
 
 	bch_btree_flush_start(b);
 	do {
 		ret = bch_btree_flush_step(b);
-	} while (ret > 0);
-	return ret;
+		w = ret < 0 ? 0 : bch_btree_flush_write(b);
+	} while (ret > 0 && !w);
+	return ret < 0 ? ret : w;
 }
 
 void bch_btree_root(struct bch_btree *b, struct bch_bkey *root, unsigned int *level)

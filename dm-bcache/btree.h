@@ -19,7 +19,7 @@
  * and never does IO, everything else needs exclusive access and may read
  * nodes through ops->io (which may refuse with -EAGAIN, as from a context
  * that must not wait for IO: the call then fails with it, changing
- * nothing). Only flush writes.
+ * nothing). Only bch_btree_flush_write() writes, and it lets lookups run.
  */
 #ifndef _BCH_BTREE_H
 #define _BCH_BTREE_H
@@ -110,6 +110,12 @@ struct bch_btree {
 	u64		drops;			/* nodes that left memory, ever */
 	u64		drops_floor;		/* drops when last freed or set up */
 	u64		drop_seq[1 << BCH_BTREE_DROP_BITS];	/* by pointer hash */
+	struct {				/* a flush step's write */
+		struct bch_node	*node;		/* NULL: none */
+		u64		bucket, seq;
+		u32		offset, sectors;
+		bool		whole;
+	} pend;
 	u64		gc_gen;			/* of the last GC pass started */
 	struct bch_bkey	gc_pos;			/* the last leaf it went through */
 
@@ -147,20 +153,25 @@ void bch_btree_free(struct bch_btree *b);
  */
 int bch_btree_flush(struct bch_btree *b);
 /*
- * The same in steps of one node, for a caller that lets others change the
- * tree between them: bch_btree_flush_start(), then bch_btree_flush_step()
- * until it returns 0, each with exclusive access; bch_btree_root() read
- * under the same hold as the last step is what is on disk. Every key in
- * the tree at the start is then on disk, or overwritten by a key inserted
- * since; keys inserted meanwhile may or may not be. A bucket freed by a
- * step (a node rewritten whole) is named by no node written from then on;
- * one freed by a split between steps may still be named by a node
- * already written, so it must outlive the next flush too. Returns 1 while
- * there is more to do, or an error: the flush is then abandoned, and what
- * it wrote is usable only by the next.
+ * The same a node at a time, for a caller that lets others change the
+ * tree in between: bch_btree_flush_start(), then bch_btree_flush_step()
+ * with exclusive access and bch_btree_flush_write() after it, until the
+ * step returns 0. A step changes the tree but does no IO; the write sends
+ * the node it packed and needs only that nothing but lookups ran since
+ * the step (a shared lock the step's was downgraded to will do).
+ * bch_btree_root() read under the same hold as the last step and its
+ * write is what is on disk. Every key in the tree at the start is then on
+ * disk, or overwritten by a key inserted since; keys inserted meanwhile
+ * may or may not be. A bucket freed by a step (a node rewritten whole) is
+ * named by no node written from then on; one freed by a split between
+ * steps may still be named by a node already written, so it must outlive
+ * the next flush too. A step returns 1 while there is more to do; an
+ * error of either abandons the flush (its node stays dirty), and what it
+ * wrote is usable only by the next.
  */
 void bch_btree_flush_start(struct bch_btree *b);
 int bch_btree_flush_step(struct bch_btree *b);
+int bch_btree_flush_write(struct bch_btree *b);
 void bch_btree_root(struct bch_btree *b, struct bch_bkey *root, unsigned int *level);
 
 /*
@@ -233,6 +244,13 @@ int bch_btree_gc(struct bch_btree *b, bch_btree_gc_fn fn, void *arg);
  */
 void bch_btree_gc_start(struct bch_btree *b);
 int bch_btree_gc_step(struct bch_btree *b, bch_btree_gc_fn fn, void *arg);
+/*
+ * The same step under a shared lock (nothing but lookups running): it
+ * only counts, so it returns -EAGAIN, having done nothing, if a node on
+ * the way is not resident or would be compacted; the step is then left
+ * to bch_btree_gc_step(). Evicts nothing.
+ */
+int bch_btree_gc_step_shared(struct bch_btree *b, bch_btree_gc_fn fn, void *arg);
 /* Sectors of @k the pass under way has gone by (all once it is done). */
 u32 bch_btree_gc_passed(const struct bch_btree *b, const struct bch_bkey *k);
 

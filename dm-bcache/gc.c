@@ -34,7 +34,10 @@ static struct bch_bucket *bch_gc_bucket(struct bch_cache_set *set,
 	return &set->buckets[bucket];
 }
 
-/* Count @sectors of live key @k, dirty or not; btree lock held for write. */
+/*
+ * Count @sectors of live key @k, dirty or not. Btree lock held for write,
+ * or for read by the pass: no insert or cleaning counts meanwhile.
+ */
 static void bch_gc_count(struct bch_cache_set *set, const struct bch_bkey *k,
 			 u32 sectors)
 {
@@ -111,9 +114,9 @@ bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 }
 
 /*
- * Compact and count, with the btree lock held for write and let go
- * between leaves; the checkpoint that called it makes the result
- * durable, then applies it. Returns with the lock held.
+ * Compact and count, a leaf at a time with the btree lock let go between
+ * leaves; the checkpoint that called it makes the result durable, then
+ * applies it. Called and returns with the lock held for write.
  */
 int bch_gc_pass(struct bch_cache_set *set)
 {
@@ -129,7 +132,18 @@ int bch_gc_pass(struct bch_cache_set *set)
 	}
 	slot = bch_index_buf_get(set);
 	for (;;) {
-		r = bch_btree_gc_step(&set->btree, bch_gc_mark, set);
+		/*
+		 * A leaf in memory with nothing to compact is only counted:
+		 * lookups go on meanwhile. The rest needs the lock for write.
+		 */
+		downgrade_write(&set->btree_lock);
+		r = bch_btree_gc_step_shared(&set->btree, bch_gc_mark, set);
+		up_read(&set->btree_lock);
+		down_write(&set->btree_lock);
+		if (r == -EAGAIN)
+			r = bch_btree_gc_step(&set->btree, bch_gc_mark, set);
+		else
+			bch_index_trim(set);	/* as a locked step evicts */
 		if (r <= 0)
 			break;
 		bch_index_yield_gc(set, slot);

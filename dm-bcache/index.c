@@ -527,16 +527,17 @@ void bch_index_lock(struct bch_cache_set *set)
 
 /*
  * Write the index a node at a time and note the root that is then on
- * disk. Between nodes the btree lock is let go, so IO waits for one
- * node's write at most: a key inserted meanwhile is in a journal entry
- * the replay will read, whether or not its leaf was written, unless the
- * checkpoint holds the journal, and then none is inserted. Holds the
- * lock again on return.
+ * disk. Each node is written with the btree lock downgraded, so lookups
+ * (hits) do not wait for a node's IO unless a change already waits for
+ * the lock (an rwsem queues readers behind it), and changes wait for one
+ * at most: a key inserted between nodes is in a journal entry the replay
+ * will read, whether or not its leaf was written, unless the checkpoint holds
+ * the journal, and then none is inserted. Holds the lock again on return.
  */
 static int bch_index_write(struct bch_cache_set *set, struct bch_bkey *root,
 			   unsigned int *level)
 {
-	int r;
+	int r, w;
 
 	bch_alloc_checkpoint_start(set);
 	bch_btree_flush_start(&set->btree);
@@ -547,12 +548,20 @@ static int bch_index_write(struct bch_cache_set *set, struct bch_bkey *root,
 		r = bch_btree_flush_step(&set->btree);
 		set->cp_flushing = false;
 		set->btree_drain = false;
+		if (r < 0)
+			break;
+		downgrade_write(&set->btree_lock);
+		w = bch_btree_flush_write(&set->btree);
+		if (!w && !r)
+			bch_btree_root(&set->btree, root, level);
+		up_read(&set->btree_lock);
+		cond_resched();
+		down_write(&set->btree_lock);
+		if (w)
+			r = w;
 		if (r <= 0)
 			break;
-		bch_index_yield(set);
 	}
-	if (!r)
-		bch_btree_root(&set->btree, root, level);
 	return r;
 }
 

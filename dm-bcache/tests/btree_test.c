@@ -152,7 +152,7 @@ static struct {
 	bool		durable;
 	struct bch_bkey	*jlog;
 	u64		jlen, jcap, jstart;
-	long		crash_checks, fuzzy_flushes, fuzzy_gcs;
+	long		crash_checks, fuzzy_flushes, fuzzy_gcs, gc_shared;
 	/*
 	 * A GC pass in steps: what it counted of every sector, by its walk
 	 * or, behind it, as the kernel counts inserts (ptr + 1; 0: nothing).
@@ -506,6 +506,31 @@ static int compare_range(unsigned int i, u64 a, u64 e)
 		if (!r && pos + out.size < e)
 			CHECK(msec_live(&T.model[i][pos + out.size]));
 		pos += out.size;
+	}
+	return 1;
+}
+
+/*
+ * A lookup as under a shared lock, from memory only (a missing leaf ends
+ * it): the first piece of a random range must agree with the model.
+ */
+static int shared_lookup(void)
+{
+	unsigned int i = rnd(NINODES);
+	u64 a = rnd(T.cfg->space), e = min(a + 1 + rnd(256), T.cfg->space), j;
+	struct bch_bkey out;
+	int r;
+
+	r = bch_btree_lookup(&T.b, inodes[i], T.base[i] + a, T.base[i] + e, &out);
+	if (r == -EAGAIN)
+		return 1;
+	CHECK(r == 0 || r == 1);
+	CHECK(out.size >= 1 && out.size <= e - a);
+	for (j = 0; j < out.size; j++) {
+		const struct msec *m = &T.model[i][a + j];
+
+		CHECK(r ? msec_live(m) && m->ptr == out.ptr + j &&
+		      m->gen == out.gen : !msec_live(m));
 	}
 	return 1;
 }
@@ -986,7 +1011,8 @@ static int fuzzy_flush(void)
 {
 	long wf = T.write_faults, af = T.alloc_faults;
 	u64 jstart = T.jlen;
-	int r;
+	unsigned int n;
+	int r, w;
 
 	T.window = true;
 	bch_btree_flush_start(&T.b);
@@ -995,12 +1021,21 @@ static int fuzzy_flush(void)
 			T.write_fail_in = 1;
 		else if (rnd(64) == 0)
 			T.alloc_fail_in = 1;
+		/* the step does no IO; its write allocates and frees nothing */
 		T.in_step = true;
-		T.io_ok = true;
 		T.alloc_ok = true;
 		r = bch_btree_flush_step(&T.b);
-		T.io_ok = false;
 		T.alloc_ok = false;
+		if (r >= 0) {
+			/* lookups go on while the node is written */
+			for (n = rnd(3); n; n--)
+				CHECK(shared_lookup());
+			T.io_ok = true;
+			w = bch_btree_flush_write(&T.b);
+			T.io_ok = false;
+			if (w)
+				r = w;
+		}
 		T.in_step = false;
 		T.write_fail_in = 0;
 		T.alloc_fail_in = 0;
@@ -1074,12 +1109,30 @@ static int fuzzy_gc(void)
 	T.gc_on = true;
 	bch_btree_gc_start(&T.b);
 	for (;;) {
-		if (rnd(64) == 0)
-			T.read_fail_in = 1;
-		T.io_ok = true;
-		r = bch_btree_gc_step(&T.b, fuzzy_gc_fn, NULL);
-		T.io_ok = false;
-		T.read_fail_in = 0;
+		r = -EAGAIN;
+		if (rnd(2)) {
+			/* as under a shared lock: no IO, no change but counting */
+			struct bch_bkey pos = T.b.gc_pos;
+			u64 nodes = T.b.nodes, comp = T.b.compactions;
+			u64 ev = T.b.evictions;
+
+			r = bch_btree_gc_step_shared(&T.b, fuzzy_gc_fn, NULL);
+			CHECK(T.b.nodes == nodes && T.b.compactions == comp &&
+			      T.b.evictions == ev);
+			if (r == -EAGAIN)
+				CHECK(!bch_bkey_cmp(&pos, &T.b.gc_pos));
+			else
+				CHECK(r >= 0);
+			T.gc_shared += r >= 0;
+		}
+		if (r == -EAGAIN) {
+			if (rnd(64) == 0)
+				T.read_fail_in = 1;
+			T.io_ok = true;
+			r = bch_btree_gc_step(&T.b, fuzzy_gc_fn, NULL);
+			T.io_ok = false;
+			T.read_fail_in = 0;
+		}
 		if (r <= 0)
 			break;
 		if (T.b.max_leaves != U64_MAX && rnd(2) && bch_btree_gc_want(&T.b, &w)) {
@@ -1176,7 +1229,8 @@ static int run_random(const struct config *c, u64 seed, long ops)
 	printf(" %llu resident, %llu reads, %llu evictions; %ld fuzzy flushes, %ld fuzzy gcs, %ld crash checks;",
 	       bch_btree_nodes(&T.b), T.b.reads, T.b.evictions, T.fuzzy_flushes, T.fuzzy_gcs,
 	       T.crash_checks);
-	printf(" %ld/%ld reads ahead taken/refused\n", T.want_fills, T.want_refused);
+	printf(" %ld/%ld reads ahead taken/refused; %ld gc steps shared\n", T.want_fills,
+	       T.want_refused, T.gc_shared);
 	return 1;
 }
 
