@@ -148,3 +148,39 @@ dmb_overlap() {
 	[ "$rc" -ne 0 ] || info "$(tail -n 1 /tmp/overlap.out)"
 	return "$rc"
 }
+
+# Torn states of a dm-log-writes log (crash-log-writes.sh, crash-gc-apply.sh):
+# a device may keep a write while losing the writes before it that no
+# flush covered yet. dmb_torn_state LOG DURABLE WORK MIB F FUA IDX leaves in
+# WORK (MIB MiB) the state where only the entries up to the flush at F,
+# the FUA entries in FUA (comma-separated) and entry IDX reached the
+# media. DURABLE holds the log replayed up to DMB_TORN_PREV (set it to -1
+# over a zeroed DURABLE first); calls must come in order of F.
+DMB_TORN_PREV=-1
+dmb_torn_state() {
+	local log=$1 durable=$2 work=$3 mib=$4 f=$5 fua=$6 idx=$7 x
+	if [ "$f" -gt "$DMB_TORN_PREV" ]; then
+		dmb-replay-log replay -s $((DMB_TORN_PREV + 1)) -e "$f" "$log" \
+			"$durable" 2>/tmp/replay.err || { _dmb_show /tmp/replay.err; return 1; }
+		DMB_TORN_PREV=$f
+	fi
+	dd if="$durable" of="$work" bs=1M count="$mib" iflag=direct oflag=direct 2>/dev/null
+	for x in $(echo "$fua" | tr , ' ') "$idx"; do
+		dmb-replay-log replay -s "$x" -e "$x" "$log" "$work" 2>/tmp/replay.err ||
+			{ _dmb_show /tmp/replay.err; return 1; }
+	done
+}
+
+# dmb_log_segments DATA LOG CS OS: one dm-log-writes device "lw" over DATA
+# (its log on LOG), carved into the cache segment "cseg" (CS sectors,
+# formatted with 64 KiB buckets) and the origin segment "oseg" (OS
+# sectors after it), so that one log orders the writes of both.
+dmb_log_segments() {
+	check "modprobe dm-log-writes" modprobe dm-log-writes
+	check "log-writes over the data disk" dmsetup create lw \
+		--table "0 $(blockdev --getsz "$1") log-writes $1 $2"
+	check "cache segment" dmsetup create cseg --table "0 $3 linear /dev/mapper/lw 0"
+	check "origin segment" dmsetup create oseg --table "0 $4 linear /dev/mapper/lw $3"
+	dmsetup mknodes
+	check "format the cache segment" make-bcache -q -b 64k /dev/mapper/cseg
+}

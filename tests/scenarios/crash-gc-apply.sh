@@ -47,13 +47,7 @@ pattern '\063' $N3 >/tmp/v0
 pattern '\104' $N3 >/tmp/v3
 
 dmb_load
-check "modprobe dm-log-writes" modprobe dm-log-writes
-check "log-writes over the data disk" dmsetup create lw \
-	--table "0 $(blockdev --getsz "$data") log-writes $data $log"
-check "cache segment" dmsetup create cseg --table "0 $CS linear /dev/mapper/lw 0"
-check "origin segment" dmsetup create oseg --table "0 $OS linear /dev/mapper/lw $CS"
-dmsetup mknodes
-check "format the cache segment" make-bcache -q -b 64k /dev/mapper/cseg
+dmb_log_segments "$data" "$log" $CS $OS
 check "v0 on the origin" dd if=/tmp/v0 of=/dev/mapper/oseg bs=64k seek=$B3 oflag=direct conv=fsync
 sync
 blockdev --flushbufs /dev/mapper/cseg
@@ -194,22 +188,12 @@ awk -v cs="$CS" '
 info "$(wc -l </tmp/torn) torn points"
 check "there are torn points" test -s /tmp/torn
 dd if=/dev/zero of="$durable" bs=1M count=$IMG oflag=direct 2>/dev/null
-dprev=-1 torn=0
+DMB_TORN_PREV=-1 torn=0
 for t in $(cat /tmp/torn); do
 	idx=${t%%:*} r=${t#*:}
 	f=${r%%:*} fua=${r#*:}
-	if [ "$f" -gt "$dprev" ] &&
-		! dmb-replay-log replay -s $((dprev + 1)) -e "$f" "$log" "$durable" 2>/tmp/replay.err; then
-		_dmb_show /tmp/replay.err
-		fail "replay entries $((dprev + 1))..$f"
-		break
-	fi
-	[ "$f" -gt "$dprev" ] && dprev=$f
-	copy "$durable"
-	for x in $(echo "$fua" | tr , ' ') "$idx"; do
-		dmb-replay-log replay -s "$x" -e "$x" "$log" "$work" 2>/tmp/replay.err ||
-			{ _dmb_show /tmp/replay.err; fail "replay entry $x"; }
-	done
+	dmb_torn_state "$log" "$durable" "$work" $IMG "$f" "$fua" "$idx" ||
+		{ fail "torn: the state of entry $idx"; break; }
 	verify_point "torn: entry $idx alone after the flush at $f"
 	torn=$((torn + 1))
 done

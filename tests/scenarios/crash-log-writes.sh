@@ -42,13 +42,7 @@ opts="origin_uuid $U"
 [ "$MODE" = writethrough ] || opts="$opts cache_mode $MODE"
 
 dmb_load
-check "modprobe dm-log-writes" modprobe dm-log-writes
-check "log-writes over the data disk" dmsetup create lw \
-	--table "0 $(blockdev --getsz "$data") log-writes $data $log"
-check "cache segment" dmsetup create cseg --table "0 $CS linear /dev/mapper/lw 0"
-check "origin segment" dmsetup create oseg --table "0 $OS linear /dev/mapper/lw $CS"
-dmsetup mknodes
-check "format the cache segment" make-bcache -q -b 64k /dev/mapper/cseg
+dmb_log_segments "$data" "$log" $CS $OS
 sync
 blockdev --flushbufs /dev/mapper/cseg
 check "mark: formatted" dmsetup message lw 0 mark formatted
@@ -263,23 +257,13 @@ if [ "$GCS" -gt 0 ]; then
 	info "$(wc -l </tmp/tornall) torn points, checking $(wc -l </tmp/torn)"
 	durable=$(disk durable)
 	dd if=/dev/zero of="$durable" bs=1M count=$(((CS + OS) / 2048)) oflag=direct 2>/dev/null
-	dprev=-1 torn=0
+	DMB_TORN_PREV=-1 torn=0
 	for p in $(cat /tmp/torn); do
 		idx=${p%%:*} r=${p#*:}
 		k=${r%%:*} r=${r#*:}
 		f=${r%%:*} fua=${r#*:}
-		if [ "$f" -gt "$dprev" ] &&
-			! dmb-replay-log replay -s $((dprev + 1)) -e "$f" "$log" "$durable" 2>/tmp/replay.err; then
-			_dmb_show /tmp/replay.err
-			fail "replay entries $((dprev + 1))..$f"
-			break
-		fi
-		[ "$f" -gt "$dprev" ] && dprev=$f
-		dd if="$durable" of="$work" bs=1M count=$(((CS + OS) / 2048)) iflag=direct oflag=direct 2>/dev/null
-		for e in $(echo "$fua" | tr , ' ') "$idx"; do
-			dmb-replay-log replay -s "$e" -e "$e" "$log" "$work" 2>/tmp/replay.err ||
-				{ _dmb_show /tmp/replay.err; fail "replay entry $e"; }
-		done
+		dmb_torn_state "$log" "$durable" "$work" $(((CS + OS) / 2048)) "$f" "$fua" "$idx" ||
+			{ fail "torn point $((torn + 1)): the state of entry $idx"; break; }
 		verify_point "torn point $((torn + 1)): entry $idx alone after the flush at $f acked 1..$k" "$k" 0 0
 		torn=$((torn + 1))
 	done
