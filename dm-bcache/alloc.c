@@ -474,13 +474,15 @@ void bch_alloc_exit(struct bch_cache_set *set)
 }
 
 /*
- * A GC pass starts counting (btree lock held for write). Every key then
- * in the index that it keeps has at least the gen its bucket has now.
+ * A GC pass starts counting (btree lock held, read will do: no insert or
+ * cleaning counts meanwhile). Every key then in the index that it keeps
+ * has at least the gen its bucket has now.
  */
 void bch_alloc_gc_start(struct bch_cache_set *set)
 {
 	u64 i;
 
+	lockdep_assert_held(&set->btree_lock);
 	spin_lock(&set->alloc_lock);
 	set->gc_running = true;
 	for (i = set->first_bucket; i < set->nbuckets; i++) {
@@ -516,8 +518,8 @@ void bch_alloc_gc_passed(struct bch_cache_set *set)
 }
 
 /*
- * The checkpoint the pass is part of is durable (@done; btree lock held
- * for write), or failed. Only now may the pass's counts replace the
+ * The checkpoint the pass is part of is durable (@done; btree lock held,
+ * read will do), or failed. Only now may the pass's counts replace the
  * running ones: an overwrite it saw may not be in the journal yet, and
  * until the superblock names the new checkpoint, a crash would bring the
  * overwritten key back, in a bucket the pass found empty. Then empty data
@@ -531,7 +533,7 @@ void bch_alloc_gc_apply(struct bch_cache_set *set, bool done)
 {
 	u64 i, orphans = 0;
 
-	lockdep_assert_held_write(&set->btree_lock);
+	lockdep_assert_held(&set->btree_lock);
 	spin_lock(&set->alloc_lock);
 	if (!set->gc_running || !set->gc_passed || !done) {
 		set->gc_running = false;

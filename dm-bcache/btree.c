@@ -59,6 +59,7 @@ struct bch_node {
 	bool		gc_read;	/* read ahead for a GC pass alone */
 	u64		flushed;	/* b->flush_gen when a flush last passed */
 	u64		gc_gen;		/* b->gc_gen when a GC pass entered */
+	u64		stamp;		/* unique to this node's keys as they are */
 	struct bch_bset	sets[BCH_BTREE_MAX_SETS];
 };
 
@@ -176,6 +177,7 @@ static struct bch_node *node_new(struct bch_btree *b, unsigned int level)
 		return NULL;
 	}
 	INIT_LIST_HEAD(&n->lru);
+	n->stamp = ++b->stamps;
 	n->level = level;
 	n->nsets = 1;
 	n->sets[0].keys = n->keys;
@@ -186,6 +188,7 @@ static struct bch_node *node_new(struct bch_btree *b, unsigned int level)
 /* Memory and disk differ: off the LRU until written. */
 static void node_dirty(struct bch_btree *b, struct bch_node *n)
 {
+	n->stamp = ++b->stamps;
 	n->dirty = true;
 	lru_del(b, n);
 }
@@ -267,29 +270,66 @@ static void node_discard(struct bch_btree *b, struct bch_node *n)
 }
 
 /*
- * Merge all sets into one, dropping deleted keys and, in leaves, holes and
- * dead keys. Never fails: the result goes to the spare buffer, which then
- * trades places with the node's.
+ * Make @nr keys merged from @n's sets into *@keys the node's only set;
+ * *@keys gets the buffer they replace. Never fails.
  */
-static void node_compact(struct bch_btree *b, struct bch_node *n)
+static void node_install(struct bch_btree *b, struct bch_node *n,
+			 struct bch_bkey **keys, u32 nr)
 {
-	struct bch_bkey *keys = b->scratch;
-	u32 nr;
+	struct bch_bkey *merged = *keys;
 
-	nr = bch_bset_merge(keys, n->sets, n->nsets, n->level ? NULL : key_garbage, b);
-	b->scratch = n->keys;
-	n->keys = keys;
+	*keys = n->keys;
+	n->keys = merged;
 	n->nkeys = nr;
 	n->ndeleted = 0;
 	n->nsets = 1;
 	n->nwritten = 0;
-	n->sets[0].keys = keys;
+	n->sets[0].keys = merged;
 	n->sets[0].nkeys = nr;
 	/* the sets on disk no longer match ours: appending is over */
 	if (n->written)
 		n->need_cow = true;
 	node_dirty(b, n);
 	b->compactions++;
+}
+
+/* Merge @n's sets into @out, dropping deleted keys and, in leaves, garbage. */
+static u32 node_merge(struct bch_btree *b, const struct bch_node *n, struct bch_bkey *out)
+{
+	return bch_bset_merge(out, n->sets, n->nsets, n->level ? NULL : key_garbage, b);
+}
+
+/* Merge all sets into one, through the spare buffer. Never fails. */
+static void node_compact(struct bch_btree *b, struct bch_node *n)
+{
+	node_install(b, n, &b->scratch, node_merge(b, n, b->scratch));
+}
+
+/*
+ * A compaction in two halves, so that lookups need not wait for the
+ * merge: under a shared lock, @n is merged into aside_keys; under the
+ * exclusive lock, the merge is swapped in if nothing changed @n since
+ * (its stamp). Only a GC pass does this.
+ */
+static void aside_merge(struct bch_btree *b, const struct bch_node *n)
+{
+	b->aside.nkeys = node_merge(b, n, b->aside_keys);
+	b->aside.ptr = n->key.ptr;
+	b->aside.stamp = n->stamp;
+}
+
+static struct bch_node *aside_install(struct bch_btree *b)
+{
+	struct bch_node *n = b->aside.stamp ? node_find(b, b->aside.ptr) : NULL;
+
+	if (n && n->stamp == b->aside.stamp) {
+		node_install(b, n, &b->aside_keys, b->aside.nkeys);
+		b->merged_aside++;
+	} else {
+		n = NULL;
+	}
+	b->aside.stamp = 0;
+	return n;
 }
 
 static bool node_has_garbage(struct bch_btree *b, const struct bch_node *n)
@@ -482,6 +522,7 @@ static int node_reserve(struct bch_btree *b, struct bch_node *n, u32 nr)
 			n->sets[n->nsets].keys = n->keys + n->nkeys;
 			n->sets[n->nsets].nkeys = 0;
 			n->nsets++;
+			n->stamp = ++b->stamps;
 		} else {
 			node_compact(b, n);
 			compacted = true;
@@ -801,6 +842,7 @@ int bch_btree_lookup_load(struct bch_btree *b, u32 inode, u64 start, u64 end,
 static void node_gc(struct bch_btree *b, struct bch_node *n, bch_btree_gc_fn fn,
 		    void *arg, bool clean)
 {
+	const struct bch_bkey *k;
 	unsigned int i;
 	u32 j;
 
@@ -812,10 +854,17 @@ static void node_gc(struct bch_btree *b, struct bch_node *n, bch_btree_gc_fn fn,
 	fn(b, &n->key, true, arg);
 	if (n->level)
 		return;
-	/* Compacted or clean of garbage: every key is live. */
-	for (i = 0; i < n->nsets; i++)
-		for (j = 0; j < n->sets[i].nkeys; j++)
-			fn(b, &n->sets[i].keys[j], false, arg);
+	/*
+	 * Compacted or clean of garbage: every key is live, but for one whose
+	 * bucket was invalidated since a shared step looked (or merged).
+	 */
+	for (i = 0; i < n->nsets; i++) {
+		for (j = 0; j < n->sets[i].nkeys; j++) {
+			k = &n->sets[i].keys[j];
+			if (!clean || !key_garbage(k, b))
+				fn(b, k, false, arg);
+		}
+	}
 }
 
 /* node_gc() would compact @n: only exclusive access will do. */
@@ -828,6 +877,8 @@ void bch_btree_gc_start(struct bch_btree *b)
 {
 	b->gc_gen++;
 	memset(&b->gc_pos, 0, sizeof(b->gc_pos));
+	memset(&b->gc_prep, 0, sizeof(b->gc_prep));
+	b->aside.stamp = 0;
 }
 
 /*
@@ -870,6 +921,7 @@ static int gc_step_done(struct bch_btree *b, struct bch_node *n, bool read)
 		list_move(&n->lru, &b->clean);
 	n->gc_read = false;
 	b->gc_pos = n->key;
+	memset(&b->gc_prep, 0, sizeof(b->gc_prep));
 	return key_after(&b->gc_pos, &inode, &end);
 }
 
@@ -892,6 +944,13 @@ int bch_btree_gc_step(struct bch_btree *b, bch_btree_gc_fn fn, void *arg)
 		return -EINVAL;
 	if (!key_after(&b->gc_pos, &inode, &end))
 		return 0;
+	n = aside_install(b);
+	if (n) {
+		/* The shared step counts it, unless it changes meanwhile. */
+		b->gc_prep.installed = n->stamp;
+		return 1;
+	}
+	n = b->root;
 	node_gc(b, n, fn, arg, false);
 	while (n->level) {
 		k = node_search(n, inode, end);
@@ -907,9 +966,15 @@ int bch_btree_gc_step(struct bch_btree *b, bch_btree_gc_fn fn, void *arg)
 	return ret;
 }
 
+/*
+ * A leaf with garbage is merged aside here, once per step, for the
+ * exclusive step to swap in; once in, and unchanged since, it is counted
+ * as it is (but for keys gone stale since). A leaf that keeps changing
+ * falls to the exclusive step.
+ */
 int bch_btree_gc_step_shared(struct bch_btree *b, bch_btree_gc_fn fn, void *arg)
 {
-	struct bch_node *path[BCH_BTREE_MAX_DEPTH];
+	struct bch_node *path[BCH_BTREE_MAX_DEPTH], *n;
 	unsigned int depth, i;
 	int ret;
 
@@ -918,12 +983,20 @@ int bch_btree_gc_step_shared(struct bch_btree *b, bch_btree_gc_fn fn, void *arg)
 	ret = gc_path(b, path, &depth);
 	if (ret <= 0)
 		return ret;
-	for (i = 0; i < depth; i++)
+	n = path[depth - 1];
+	for (i = 0; i + 1 < depth; i++)
 		if (node_gc_compacts(b, path[i]))
 			return -EAGAIN;
+	if (n->stamp != b->gc_prep.installed && node_has_garbage(b, n)) {
+		if (b->gc_prep.tried)
+			return -EAGAIN;
+		b->gc_prep.tried = true;
+		aside_merge(b, n);
+		return -EAGAIN;
+	}
 	for (i = 0; i < depth; i++)
 		node_gc(b, path[i], fn, arg, true);
-	return gc_step_done(b, path[depth - 1], false);
+	return gc_step_done(b, n, false);
 }
 
 u32 bch_btree_gc_passed(const struct bch_btree *b, const struct bch_bkey *k)
@@ -954,19 +1027,19 @@ int bch_btree_gc(struct bch_btree *b, bch_btree_gc_fn fn, void *arg)
 /* IO. */
 
 /*
- * A flush step only packs the node it writes into iobuf; the write goes
- * out in bch_btree_flush_write(), with lookups let in meanwhile. So
+ * A flush step only chooses the node it writes and what of it; the node
+ * is packed and written in bch_btree_flush_write(), with lookups let in
+ * meanwhile, so the exclusive hold does not grow with the node. So
  * whatever a lookup reads (the hash, pointers, sets) changes here, before
  * the write, and what only the flush reads (how much of the bucket is
  * ours, cleanliness) changes once the write is done.
  */
 static void write_pend(struct bch_btree *b, struct bch_node *n, u64 bucket,
-		       u32 offset, size_t bytes, u64 seq, bool whole)
+		       u32 offset, u64 seq, bool whole)
 {
 	b->pend.node = n;
 	b->pend.bucket = bucket;
 	b->pend.offset = offset;
-	b->pend.sectors = bytes >> BCH_SECTOR_SHIFT;
 	b->pend.seq = seq;
 	b->pend.whole = whole;
 }
@@ -974,13 +1047,9 @@ static void write_pend(struct bch_btree *b, struct bch_node *n, u64 bucket,
 /* Write @n whole as the only set of @bucket, under a new @seq. */
 static int node_write_whole(struct bch_btree *b, struct bch_node *n, u64 bucket, u64 seq)
 {
-	size_t bytes;
-
 	if (WARN_ON(n->nsets != 1))
 		return -EIO;
-	bytes = bch_bset_pack(b->iobuf, &n->sets[0], seq, n->level, 0,
-			      b->block_sectors << BCH_SECTOR_SHIFT);
-	write_pend(b, n, bucket, 0, bytes, seq, true);
+	write_pend(b, n, bucket, 0, seq, true);
 	return 0;
 }
 
@@ -1004,7 +1073,9 @@ static int node_cow(struct bch_btree *b, struct bch_node *n, struct bch_node *pa
 	ret = b->ops->alloc(b, &bucket, &gen);
 	if (ret)
 		return ret;
-	node_compact(b, n);
+	/* Compacted since its last write (by a GC pass): only garbage to drop. */
+	if (n->nsets > 1 || n->ndeleted)
+		node_compact(b, n);
 	ret = node_write_whole(b, n, bucket, get_random_u64());
 	if (ret) {
 		b->ops->free(b, bucket);
@@ -1020,7 +1091,7 @@ static int node_cow(struct bch_btree *b, struct bch_node *n, struct bch_node *pa
 	return 0;
 }
 
-/* Pack what @n must write, if anything, for bch_btree_flush_write(). */
+/* Choose what of @n to write, if anything, for bch_btree_flush_write(). */
 static int node_write(struct bch_btree *b, struct bch_node *n, struct bch_node *parent)
 {
 	u32 block_bytes = b->block_sectors << BCH_SECTOR_SHIFT;
@@ -1042,9 +1113,7 @@ static int node_write(struct bch_btree *b, struct bch_node *n, struct bch_node *
 		}
 		bytes = bch_bset_bytes(bch_bset_live(open), block_bytes);
 		if (n->written + (bytes >> BCH_SECTOR_SHIFT) <= b->bucket_sectors) {
-			bytes = bch_bset_pack(b->iobuf, open, n->seq, n->level, n->nwritten,
-					      block_bytes);
-			write_pend(b, n, n->bucket, n->written, bytes, n->seq, false);
+			write_pend(b, n, n->bucket, n->written, n->seq, false);
 			return 0;
 		}
 	}
@@ -1152,23 +1221,28 @@ int bch_btree_flush_step(struct bch_btree *b)
 
 int bch_btree_flush_write(struct bch_btree *b)
 {
+	u32 block_bytes = b->block_sectors << BCH_SECTOR_SHIFT;
 	struct bch_node *n = b->pend.node;
+	u32 sectors;
 	int ret;
 
 	if (!n)
 		return 0;
 	b->pend.node = NULL;
-	ret = b->ops->io(b, true, b->pend.bucket, b->pend.offset, b->iobuf,
-			 b->pend.sectors);
+	/* Unchanged since the step: the whole node, or its open set. */
+	sectors = bch_bset_pack(b->iobuf, &n->sets[n->nsets - 1], b->pend.seq,
+				n->level, b->pend.whole ? 0 : n->nwritten,
+				block_bytes) >> BCH_SECTOR_SHIFT;
+	ret = b->ops->io(b, true, b->pend.bucket, b->pend.offset, b->iobuf, sectors);
 	if (ret)
 		return ret;	/* still dirty: the next flush writes it again */
 	if (b->pend.whole) {
 		n->seq = b->pend.seq;
-		n->written = b->pend.sectors;
+		n->written = sectors;
 		n->nwritten = 1;
 		n->need_cow = false;
 	} else {
-		n->written += b->pend.sectors;
+		n->written += sectors;
 		n->nwritten++;
 	}
 	node_clean(b, n);
@@ -1510,6 +1584,7 @@ static int btree_setup(struct bch_btree *b)
 	b->split_keys = b->node_keys * 3 / 4;
 	b->nodes = 0;
 	b->compactions = 0;
+	b->merged_aside = 0;
 	b->splits = 0;
 	b->cows = 0;
 	b->set_writes = 0;
@@ -1521,10 +1596,13 @@ static int btree_setup(struct bch_btree *b)
 	INIT_LIST_HEAD(&b->clean);
 	b->hash_bits = BCH_HASH_MIN_BITS;
 	b->drops_floor = ++b->drops;	/* no want survives */
+	memset(&b->gc_prep, 0, sizeof(b->gc_prep));
+	memset(&b->aside, 0, sizeof(b->aside));
 	b->scratch = bch_kvzalloc(b->node_keys * sizeof(*b->scratch));
+	b->aside_keys = bch_kvzalloc(b->node_keys * sizeof(*b->aside_keys));
 	b->iobuf = bch_kvzalloc(bucket_bytes);
 	b->hash = bch_kvzalloc(sizeof(*b->hash) << b->hash_bits);
-	if (!b->scratch || !b->iobuf || !b->hash) {
+	if (!b->scratch || !b->aside_keys || !b->iobuf || !b->hash) {
 		bch_btree_free(b);
 		return -ENOMEM;
 	}
@@ -1589,9 +1667,12 @@ void bch_btree_free(struct bch_btree *b)
 	bch_kvfree(b->hash);
 	bch_kvfree(b->iobuf);
 	bch_kvfree(b->scratch);
+	bch_kvfree(b->aside_keys);
 	b->hash = NULL;
 	b->iobuf = NULL;
 	b->scratch = NULL;
+	b->aside_keys = NULL;
+	b->aside.stamp = 0;
 	b->root = NULL;
 	b->level = 0;
 	b->nodes = 0;

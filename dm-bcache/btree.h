@@ -99,6 +99,7 @@ struct bch_btree {
 	u32		node_keys;		/* keys that fit in one node */
 	u32		split_keys;		/* split when compacted above this */
 	struct bch_bkey	*scratch;		/* node_keys, swapped in by compaction */
+	struct bch_bkey	*aside_keys;		/* node_keys: a merge made aside */
 	void		*iobuf;			/* one bucket */
 	struct bch_node	**hash;			/* resident nodes by bucket */
 	unsigned int	hash_bits;
@@ -113,11 +114,21 @@ struct bch_btree {
 	struct {				/* a flush step's write */
 		struct bch_node	*node;		/* NULL: none */
 		u64		bucket, seq;
-		u32		offset, sectors;
-		bool		whole;
+		u32		offset;		/* sectors */
+		bool		whole;		/* else its open set */
 	} pend;
 	u64		gc_gen;			/* of the last GC pass started */
 	struct bch_bkey	gc_pos;			/* the last leaf it went through */
+	struct {				/* the leaf after gc_pos */
+		u64		installed;	/* its stamp once merged aside */
+		bool		tried;		/* merged aside this step */
+	} gc_prep;
+	struct {				/* what aside_keys holds */
+		u64		ptr;		/* of the node merged */
+		u64		stamp;		/* its stamp then; 0: none */
+		u32		nkeys;
+	} aside;
+	u64		stamps;			/* the last node stamp given */
 
 	/* Counters, for the status line and the tests. */
 	u64		nodes;			/* resident */
@@ -125,6 +136,7 @@ struct bch_btree {
 	u64		reads_unlocked;		/* of them, by bch_btree_want_fill() */
 	u64		evictions;
 	u64		compactions;
+	u64		merged_aside;		/* of them, merged under a shared lock */
 	u64		splits;
 	u64		cows;			/* nodes rewritten to a new bucket */
 	u64		set_writes;		/* sets written (appends and whole) */
@@ -156,9 +168,10 @@ int bch_btree_flush(struct bch_btree *b);
  * The same a node at a time, for a caller that lets others change the
  * tree in between: bch_btree_flush_start(), then bch_btree_flush_step()
  * with exclusive access and bch_btree_flush_write() after it, until the
- * step returns 0. A step changes the tree but does no IO; the write sends
- * the node it packed and needs only that nothing but lookups ran since
- * the step (a shared lock the step's was downgraded to will do).
+ * step returns 0. A step changes the tree but does no IO; the write packs
+ * and sends the node the step chose and needs only that nothing but
+ * lookups ran since the step (a shared lock the step's was downgraded to
+ * will do).
  * bch_btree_root() read under the same hold as the last step and its
  * write is what is on disk. Every key in the tree at the start is then on
  * disk, or overwritten by a key inserted since; keys inserted meanwhile
@@ -234,8 +247,9 @@ typedef void (*bch_btree_gc_fn)(struct bch_btree *b, const struct bch_bkey *k,
 int bch_btree_gc(struct bch_btree *b, bch_btree_gc_fn fn, void *arg);
 /*
  * The same a leaf per step, for a caller that lets others change the tree
- * between them: bch_btree_gc_start(), then bch_btree_gc_step() until it
- * returns 0, each with exclusive access. @fn then sees each key in the
+ * between them: bch_btree_gc_start() (a shared lock will do: only the
+ * pass reads what it sets), then bch_btree_gc_step() until it returns 0,
+ * each with exclusive access. @fn then sees each key in the
  * tree at the start that is still there when the pass reaches it, and of
  * the keys inserted meanwhile those it reaches: the part of a key that
  * bch_btree_gc_passed() says is behind the pass when it is inserted is
@@ -245,10 +259,13 @@ int bch_btree_gc(struct bch_btree *b, bch_btree_gc_fn fn, void *arg);
 void bch_btree_gc_start(struct bch_btree *b);
 int bch_btree_gc_step(struct bch_btree *b, bch_btree_gc_fn fn, void *arg);
 /*
- * The same step under a shared lock (nothing but lookups running): it
- * only counts, so it returns -EAGAIN, having done nothing, if a node on
- * the way is not resident or would be compacted; the step is then left
- * to bch_btree_gc_step(). Evicts nothing.
+ * The same step under a shared lock (nothing but lookups running, and no
+ * other GC step): it only counts, so it returns -EAGAIN, having changed
+ * nothing in the tree, if a node on the way is not resident or would be
+ * compacted; the step is then left to bch_btree_gc_step(). A leaf to
+ * compact is first merged aside, and that step only swaps it in if the
+ * leaf did not change (returning 1: the next shared step counts it).
+ * Evicts nothing.
  */
 int bch_btree_gc_step_shared(struct bch_btree *b, bch_btree_gc_fn fn, void *arg);
 /* Sectors of @k the pass under way has gone by (all once it is done). */

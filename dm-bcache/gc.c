@@ -11,7 +11,9 @@
  * checkpoint (index.c), and last_gc moves only once that is durable, so
  * no key on disk is ever more than 2 * BCH_GC_GEN_MAX gens behind.
  *
- * A pass goes a leaf at a time, and IO goes on between the leaves. It
+ * A pass goes a leaf at a time, and IO goes on between the leaves;
+ * lookups go on too while it counts a leaf, or merges a leaf's sets
+ * aside for a step with the lock held for write to swap in. It
  * counts into shadow counts (gc_sectors, gc_dirty) while the allocator
  * goes by the running ones, which never count too little: a key is
  * counted by the pass when the pass reaches it, or, if it is inserted
@@ -123,20 +125,23 @@ int bch_gc_pass(struct bch_cache_set *set)
 	int r, slot;
 
 	lockdep_assert_held_write(&set->btree_lock);
+	/* A walk over every bucket: lookups go on meanwhile, changes wait. */
+	downgrade_write(&set->btree_lock);
 	bch_alloc_gc_start(set);
 	bch_btree_gc_start(&set->btree);
 	if (bch_fault_wait_ms(BCH_WAIT_GC_PAUSE)) {
-		up_write(&set->btree_lock);
+		up_read(&set->btree_lock);
 		msleep(bch_fault_wait_ms(BCH_WAIT_GC_PAUSE));
-		down_write(&set->btree_lock);
+		down_read(&set->btree_lock);
 	}
 	slot = bch_index_buf_get(set);
 	for (;;) {
 		/*
-		 * A leaf in memory with nothing to compact is only counted:
-		 * lookups go on meanwhile. The rest needs the lock for write.
+		 * A leaf in memory with nothing to compact is only counted,
+		 * and one with garbage is merged aside, under the lock held
+		 * for read: lookups go on meanwhile. The rest needs it for
+		 * write: swapping the merge in, or the whole step.
 		 */
-		downgrade_write(&set->btree_lock);
 		r = bch_btree_gc_step_shared(&set->btree, bch_gc_mark, set);
 		up_read(&set->btree_lock);
 		down_write(&set->btree_lock);
@@ -147,6 +152,7 @@ int bch_gc_pass(struct bch_cache_set *set)
 		if (r <= 0)
 			break;
 		bch_index_yield_gc(set, slot);
+		downgrade_write(&set->btree_lock);
 	}
 	bch_index_buf_put(set, slot);
 	if (r) {

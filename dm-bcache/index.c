@@ -686,9 +686,11 @@ int bch_checkpoint(struct bch_cache_set *set, bool gc)
 		r = bch_checkpoint_sb(set, &root, level, seq, pos);
 	/* A failed device: no IO may use it before the origins are dropped. */
 	bch_checkpoint_failed(set, r);
+	/* A walk over every bucket: lookups go on, changes wait. */
+	downgrade_write(&set->btree_lock);
 	bch_alloc_gc_apply(set, !r);
 	if (!held)
-		up_write(&set->btree_lock);
+		up_read(&set->btree_lock);
 	bch_alloc_checkpoint_end(set, !r);
 	if (!r)
 		atomic64_inc(&set->checkpoints);
@@ -696,7 +698,7 @@ int bch_checkpoint(struct bch_cache_set *set, bool gc)
 	bch_journal_checkpoint_end(set, !held, r, &waiters);
 	if (held) {
 		set->cp_held = false;
-		up_write(&set->btree_lock);
+		up_read(&set->btree_lock);
 		wake_up_all(&set->cp_held_wait);
 	}
 

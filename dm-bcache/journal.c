@@ -591,7 +591,7 @@ void bch_journal_checkpoint_end(struct bch_cache_set *set, bool fuzzy, int r,
 			return;
 		}
 	} else {
-		lockdep_assert_held_write(&set->btree_lock);
+		lockdep_assert_held(&set->btree_lock);
 		j->blocked = false;
 		if (!r) {
 			j->used = 0;

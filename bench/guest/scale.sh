@@ -20,7 +20,9 @@
 #              evicted)
 # Result lines:
 #   SC case size_gib key value       (keys: see report.sh)
-#   SL case size_gib mode reads p999_us max_us checkpoints
+#   SL case size_gib mode reads p999_us max_us checkpoints compactions nolock
+#      (index nodes compacted during the run, and of them those compacted
+#      while lookups went on)
 
 SCALE_GB=$(bparam scale_gb 1,4 | tr ',' ' ')
 SCALE_LAT_RT=$(bparam scale_lat_rt 10)
@@ -39,12 +41,19 @@ timed() {
 }
 
 # scale_lat CASE GIB MODE FILL_MB: read latencies of a 90/10 QD1 run,
-# beside MODE (idle, gc, checkpoint, gc-locked) messages back to back.
+# beside MODE (idle, gc, checkpoint, gc-locked) messages back to back,
+# or beside a shell spinning on the CPU (busy): what a busy vCPU alone
+# costs in this guest, the floor for the messages' runs.
 scale_lat() {
-	local c=$1 s=$2 mode=$3 mb=$4 msg=${3%-locked} cp0 cp1 pid=
+	local c=$1 s=$2 mode=$3 mb=$4 msg=${3%-locked} cp0 cp1 k0 k1 u0 u1 pid=
 	rm -f "$B/tmp/lat_"* "$B/tmp/bg.stop"
 	cp0=$(dmb_stat dmb checkpoints)
-	if [ "$mode" != idle ]; then
+	k0=$(dmb_stat dmb node_compactions)
+	u0=$(dmb_stat dmb compacted_nolock)
+	if [ "$mode" = busy ]; then
+		(while [ ! -e "$B/tmp/bg.stop" ]; do :; done) &
+		pid=$!
+	elif [ "$mode" != idle ]; then
 		(while [ ! -e "$B/tmp/bg.stop" ]; do dmsetup message dmb 0 "$msg" || break; done) &
 		pid=$!
 	fi
@@ -55,14 +64,18 @@ scale_lat() {
 	touch "$B/tmp/bg.stop"
 	[ -n "$pid" ] && wait "$pid"
 	cp1=$(dmb_stat dmb checkpoints)
+	k1=$(dmb_stat dmb node_compactions)
+	u1=$(dmb_stat dmb compacted_nolock)
 	# clat log: msec, nsec, direction (0 read), size, offset
 	awk -F', ' '$3 == 0 { print $2 }' "$B/tmp/lat_clat.1.log" | sort -n |
-		awk -v c="$c" -v s="$s" -v m="$mode" -v n="$((cp1 - cp0))" '{ v[NR] = $1 }
+		awk -v c="$c" -v s="$s" -v m="$mode" -v n="$((cp1 - cp0))" \
+			-v k="$((k1 - k0))" -v u="$((u1 - u0))" '{ v[NR] = $1 }
 		END { if (!NR) exit 1; i = int(NR * 0.999); if (i < 1) i = 1
-			printf "SL %s %s %s %d %.0f %.0f %d\n", c, s, m, NR, v[i] / 1000, v[NR] / 1000, n }' \
+			printf "SL %s %s %s %d %.0f %.0f %d %d %d\n", c, s, m, NR, v[i] / 1000,
+				v[NR] / 1000, n, k, u }' \
 		>"$B/tmp/sl" || { err "$c dm-bcache scale ${s}G latency $mode: no reads logged"; return 1; }
 	cat "$B/tmp/sl" >>"$B/results.txt"
-	say "  ${s} GiB latency $mode: $(cut -d' ' -f5- "$B/tmp/sl") (reads p99.9_us max_us checkpoints)"
+	say "  ${s} GiB latency $mode: $(cut -d' ' -f5- "$B/tmp/sl") (reads p99.9_us max_us checkpoints compactions nolock)"
 }
 
 scale_one() {
@@ -115,7 +128,7 @@ scale_one() {
 			c, s, b[2] - a[2], c, s, b[4] - a[4] }' >>"$B/results.txt"
 	out "SC $c $s nodes_resident $(dmb_stat dmb btree_nodes)"
 	out "SC $c $s nodes_read $(dmb_stat dmb nodes_read)"
-	for f in idle gc checkpoint; do
+	for f in idle busy gc checkpoint; do
 		scale_lat "$c" "$s" $f "$mb"
 	done
 	echo N >/sys/module/dm_bcache/parameters/read_unlocked

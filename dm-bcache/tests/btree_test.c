@@ -162,10 +162,22 @@ static struct {
 	u8		*gc_walked[NINODES];
 
 	u8		dgen[NDB];
+	/*
+	 * A GC pass lets the kernel move last_gc to the gens it started with
+	 * once a flush after it is done: no key older may then be on disk,
+	 * but for keys inserted stale since (doa: a bit per data bucket and
+	 * gen). pass_*: the last pass started; dur_*: the last one a flush
+	 * made durable, which loads of the durable tree check.
+	 */
+	u8		pass_gen[NDB], dur_gen[NDB];
+	u8		pass_doa[NDB][32], dur_doa[NDB][32];
+	bool		pass_on, pass_done, dur_pass, check_dur;
+	long		dur_dead;
 	struct msec	*model[NINODES];
 	u64		base[NINODES];
 	unsigned int	max_depth;
 	u64		splits, compactions, cows, set_writes;	/* over reloads */
+	u64		merged_aside;
 	long		failed_inserts;
 	/* nodes read with no lock held (bch_btree_want()) */
 	u8		*wbuf;
@@ -302,11 +314,55 @@ static bool data_dead(u64 ptr, u8 gen)
 	return ptr < DATA_BASE || db >= NDB || T.dgen[db] != gen;
 }
 
+static bool doa_test(u8 (*doa)[32], u64 db, u8 gen)
+{
+	return doa[db][gen / 8] & (1U << (gen % 8));
+}
+
+static void doa_set(u8 (*doa)[32], u64 db, u8 gen)
+{
+	doa[db][gen / 8] |= 1U << (gen % 8);
+}
+
+/* A key inserted with a gen its bucket has left already. */
+static void note_doa(u64 ptr, u8 gen)
+{
+	u64 db = (ptr - DATA_BASE) / DB;
+
+	if (T.pass_on)
+		doa_set(T.pass_doa, db, gen);
+	if (T.dur_pass)
+		doa_set(T.dur_doa, db, gen);
+}
+
+static void pass_start(void)
+{
+	memcpy(T.pass_gen, T.dgen, sizeof(T.pass_gen));
+	memset(T.pass_doa, 0, sizeof(T.pass_doa));
+	T.pass_on = true;
+	T.pass_done = false;
+}
+
+/*
+ * A key of the durable tree, seen by a pass over it (hidden ones are
+ * not): older than the gens of the pass it made durable is wrong.
+ */
+static void dur_key_check(const struct bch_bkey *k)
+{
+	u64 db = (k->ptr - DATA_BASE) / DB;
+
+	if (!T.check_dur || !T.dur_pass || k->ptr < DATA_BASE || db >= NDB)
+		return;
+	if ((int8_t)(k->gen - T.dur_gen[db]) < 0 && !doa_test(T.dur_doa, db, k->gen))
+		T.dur_dead++;
+}
+
 static bool op_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 {
 	(void)b;
 	if (k->flags & BCH_KEY_HOLE)
 		T.bad_calls++;
+	dur_key_check(k);
 	return data_dead(k->ptr, k->gen);
 }
 
@@ -395,10 +451,12 @@ static void tree_free(void)
 {
 	T.splits += T.b.splits;
 	T.compactions += T.b.compactions;
+	T.merged_aside += T.b.merged_aside;
 	T.cows += T.b.cows;
 	T.set_writes += T.b.set_writes;
 	T.b.splits = 0;
 	T.b.compactions = 0;
+	T.b.merged_aside = 0;
 	T.b.cows = 0;
 	T.b.set_writes = 0;
 	bch_btree_free(&T.b);
@@ -411,6 +469,13 @@ static void flush_done(u64 jstart)
 {
 	bch_btree_root(&T.b, &T.dur_root, &T.dur_level);
 	T.durable = true;
+	if (T.pass_done) {
+		memcpy(T.dur_gen, T.pass_gen, sizeof(T.dur_gen));
+		memcpy(T.dur_doa, T.pass_doa, sizeof(T.dur_doa));
+		T.dur_pass = true;
+		T.pass_done = false;
+		T.pass_on = false;
+	}
 	if (jstart) {
 		memmove(T.jlog, T.jlog + jstart, (T.jlen - jstart) * sizeof(*T.jlog));
 		T.jlen -= jstart;
@@ -609,7 +674,9 @@ static int gc_check(void)
 	for (i = 0; i < NINODES; i++)
 		g.covered[i] = calloc(T.cfg->space, 1);
 	T.io_ok = true;
+	pass_start();
 	r = bch_btree_gc(&T.b, gc_fn, &g);
+	T.pass_done = !r;
 	T.io_ok = false;
 	for (j = 0; j < T.cfg->nbuckets; j++)
 		used += T.used[j];
@@ -743,6 +810,8 @@ static void random_key(struct bch_bkey *k, unsigned int i, u64 window)
 	db = rnd(NDB);
 	k->ptr = DATA_BASE + db * DB + rnd(DB - len + 1);
 	k->gen = T.dgen[db] - (rnd(30) == 0);	/* sometimes stale already */
+	if (k->gen != T.dgen[db])
+		note_doa(k->ptr, k->gen);
 	k->flags = rnd(2) ? BCH_KEY_DIRTY : 0;
 	k->csum = rnd(1U << 31);
 }
@@ -957,7 +1026,20 @@ static int crash_check(void)
 	return 1;
 }
 
-/* Every node the last flush done names reads back (cheaper than a crash_check()). */
+static void dur_gc_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_node,
+		      void *arg)
+{
+	(void)b;
+	(void)k;
+	(void)is_node;
+	(void)arg;
+}
+
+/*
+ * Every node the last flush done names reads back (cheaper than a
+ * crash_check()), and holds no key dead before the last GC pass it made
+ * durable.
+ */
 static int durable_check(void)
 {
 	struct bch_btree live = T.b;
@@ -973,9 +1055,17 @@ static int durable_check(void)
 		r = bch_btree_read_all(&T.b);
 	T.io_ok = false;
 	T.read_pending = false;
+	if (!r) {
+		/* its live keys, as a pass over it sees them */
+		T.check_dur = true;
+		T.dur_dead = 0;
+		r = bch_btree_gc(&T.b, dur_gc_fn, NULL);
+		T.check_dur = false;
+	}
 	bch_btree_free(&T.b);
 	T.b = live;
 	CHECK(r == 0);
+	CHECK(T.dur_dead == 0);
 	return 1;
 }
 
@@ -1107,6 +1197,7 @@ static int fuzzy_gc(void)
 		T.gc_walked[i] = calloc(T.cfg->space, 1);
 	}
 	T.gc_on = true;
+	pass_start();
 	bch_btree_gc_start(&T.b);
 	for (;;) {
 		r = -EAGAIN;
@@ -1126,6 +1217,9 @@ static int fuzzy_gc(void)
 			T.gc_shared += r >= 0;
 		}
 		if (r == -EAGAIN) {
+			/* the writers let in as the shared lock is traded */
+			if (rnd(2))
+				CHECK(between_steps());
 			if (rnd(64) == 0)
 				T.read_fail_in = 1;
 			T.io_ok = true;
@@ -1150,6 +1244,7 @@ static int fuzzy_gc(void)
 		}
 	}
 	T.gc_on = false;
+	T.pass_done = !r;
 	if (r) {
 		CHECK(T.read_faults != rf);
 	} else {
@@ -1229,8 +1324,8 @@ static int run_random(const struct config *c, u64 seed, long ops)
 	printf(" %llu resident, %llu reads, %llu evictions; %ld fuzzy flushes, %ld fuzzy gcs, %ld crash checks;",
 	       bch_btree_nodes(&T.b), T.b.reads, T.b.evictions, T.fuzzy_flushes, T.fuzzy_gcs,
 	       T.crash_checks);
-	printf(" %ld/%ld reads ahead taken/refused; %ld gc steps shared\n", T.want_fills,
-	       T.want_refused, T.gc_shared);
+	printf(" %ld/%ld reads ahead taken/refused; %ld gc steps shared, %llu merged shared\n",
+	       T.want_fills, T.want_refused, T.gc_shared, T.merged_aside + T.b.merged_aside);
 	return 1;
 }
 
