@@ -167,7 +167,8 @@ static struct {
 	 * once a flush after it is done: no key older may then be on disk,
 	 * but for keys inserted stale since (doa: a bit per data bucket and
 	 * gen). pass_*: the last pass started; dur_*: the last one a flush
-	 * made durable, which loads of the durable tree check.
+	 * made durable, which durable_check() holds the durable tree's live
+	 * keys to (a pass over it, through op_key_dead()).
 	 */
 	u8		pass_gen[NDB], dur_gen[NDB];
 	u8		pass_doa[NDB][32], dur_doa[NDB][32];
