@@ -75,6 +75,30 @@ static void bch_alloc_relax(struct bch_cache_set *set, u64 i)
 		cond_resched_lock(&set->alloc_lock);
 }
 
+/*
+ * The same for the walks of a GC pass, which also hold the btree lock
+ * for read so that no insert counts meanwhile: an insert waiting for it
+ * goes in between, so that inserts wait for a few thousand buckets and
+ * not for the whole array. What the walk does is per bucket and an
+ * insert keeps both a bucket's counts (bch_gc_inserted()), so a bucket
+ * is right whether the walk has been by it or not.
+ */
+static void bch_alloc_relax_index(struct bch_cache_set *set, u64 i)
+{
+	lockdep_assert_held_read(&set->btree_lock);
+	if (i % BCH_BUCKETS_PER_LOCK)
+		return;
+	if (!rwsem_is_contended(&set->btree_lock)) {
+		cond_resched_lock(&set->alloc_lock);
+		return;
+	}
+	spin_unlock(&set->alloc_lock);
+	up_read(&set->btree_lock);
+	cond_resched();
+	down_read(&set->btree_lock);
+	spin_lock(&set->alloc_lock);
+}
+
 /* Bump the gen (dropping all keys into @b); free once that is on disk. */
 static void bch_bucket_invalidate(struct bch_cache_set *set, u64 i)
 {
@@ -474,21 +498,21 @@ void bch_alloc_exit(struct bch_cache_set *set)
 }
 
 /*
- * A GC pass starts counting (btree lock held, read will do: no insert or
- * cleaning counts meanwhile). Every key then in the index that it keeps
- * has at least the gen its bucket has now.
+ * A GC pass starts counting, before it enters the index (btree lock held
+ * for read, let go between chunks): an insert meanwhile is ahead of the
+ * pass and counts nothing for it. Every key in the index that the pass
+ * keeps has at least the gen its bucket had when the walk came by.
  */
 void bch_alloc_gc_start(struct bch_cache_set *set)
 {
 	u64 i;
 
-	lockdep_assert_held(&set->btree_lock);
 	spin_lock(&set->alloc_lock);
 	set->gc_running = true;
 	for (i = set->first_bucket; i < set->nbuckets; i++) {
 		struct bch_bucket *b = &set->buckets[i];
 
-		bch_alloc_relax(set, i);
+		bch_alloc_relax_index(set, i);
 		b->gc_sectors = 0;
 		b->gc_dirty = 0;
 		b->gc_start_gen = b->gen;
@@ -518,8 +542,8 @@ void bch_alloc_gc_passed(struct bch_cache_set *set)
 }
 
 /*
- * The checkpoint the pass is part of is durable (@done; btree lock held,
- * read will do), or failed. Only now may the pass's counts replace the
+ * The checkpoint the pass is part of is durable (@done; btree lock held
+ * for read, let go between chunks), or failed. Only now may the pass's counts replace the
  * running ones: an overwrite it saw may not be in the journal yet, and
  * until the superblock names the new checkpoint, a crash would bring the
  * overwritten key back, in a bucket the pass found empty. Then empty data
@@ -533,7 +557,7 @@ void bch_alloc_gc_apply(struct bch_cache_set *set, bool done)
 {
 	u64 i, orphans = 0;
 
-	lockdep_assert_held(&set->btree_lock);
+	lockdep_assert_held_read(&set->btree_lock);
 	spin_lock(&set->alloc_lock);
 	if (!set->gc_running || !set->gc_passed || !done) {
 		set->gc_running = false;
@@ -544,7 +568,7 @@ void bch_alloc_gc_apply(struct bch_cache_set *set, bool done)
 	for (i = set->first_bucket; i < set->nbuckets; i++) {
 		struct bch_bucket *b = &set->buckets[i];
 
-		bch_alloc_relax(set, i);
+		bch_alloc_relax_index(set, i);
 		bch_alloc_gc_counts(set, b);
 		if (b->state == BCH_B_DATA && !b->sectors &&
 		    !atomic_read(&b->pending))

@@ -125,10 +125,13 @@ int bch_gc_pass(struct bch_cache_set *set)
 	int r, slot;
 
 	lockdep_assert_held_write(&set->btree_lock);
-	/* A walk over every bucket: lookups go on meanwhile, changes wait. */
+	/*
+	 * A walk over every bucket: lookups go on meanwhile, and inserts in
+	 * between its chunks, ahead of the pass, which has not begun.
+	 */
 	downgrade_write(&set->btree_lock);
-	bch_alloc_gc_start(set);
 	bch_btree_gc_start(&set->btree);
+	bch_alloc_gc_start(set);
 	if (bch_fault_wait_ms(BCH_WAIT_GC_PAUSE)) {
 		up_read(&set->btree_lock);
 		msleep(bch_fault_wait_ms(BCH_WAIT_GC_PAUSE));

@@ -686,7 +686,10 @@ int bch_checkpoint(struct bch_cache_set *set, bool gc)
 		r = bch_checkpoint_sb(set, &root, level, seq, pos);
 	/* A failed device: no IO may use it before the origins are dropped. */
 	bch_checkpoint_failed(set, r);
-	/* A walk over every bucket: lookups go on, changes wait. */
+	/*
+	 * A walk over every bucket: lookups go on, and changes in between
+	 * its chunks unless the checkpoint holds the journal.
+	 */
 	downgrade_write(&set->btree_lock);
 	bch_alloc_gc_apply(set, !r);
 	if (!held)
