@@ -557,7 +557,8 @@ void bch_alloc_gc_apply(struct bch_cache_set *set, bool done)
 {
 	u64 i, orphans = 0;
 
-	lockdep_assert_held_read(&set->btree_lock);
+	/* A failed pass drops it with the lock held for write. */
+	lockdep_assert_held(&set->btree_lock);
 	spin_lock(&set->alloc_lock);
 	if (!set->gc_running || !set->gc_passed || !done) {
 		set->gc_running = false;
@@ -565,10 +566,14 @@ void bch_alloc_gc_apply(struct bch_cache_set *set, bool done)
 		spin_unlock(&set->alloc_lock);
 		return;
 	}
+	/* The pass answers what was asked before; not what is asked meanwhile. */
+	set->need_gc = set->gc_again;
+	set->gc_again = false;
 	for (i = set->first_bucket; i < set->nbuckets; i++) {
 		struct bch_bucket *b = &set->buckets[i];
 
 		bch_alloc_relax_index(set, i);
+		b->last_gc = b->gc_start_gen;
 		bch_alloc_gc_counts(set, b);
 		if (b->state == BCH_B_DATA && !b->sectors &&
 		    !atomic_read(&b->pending))
@@ -577,11 +582,10 @@ void bch_alloc_gc_apply(struct bch_cache_set *set, bool done)
 			b->state = BCH_B_FREEING;
 			orphans++;
 		}
-		b->last_gc = b->gc_start_gen;
 	}
 	for (i = 0; i < BCH_UUID_SLOTS; i++)
 		atomic64_set(&set->slots[i].dirty, set->slots[i].gc_dirty);
-	set->need_gc = set->gc_again;
+	set->need_gc |= set->gc_again;
 	set->gc_again = false;
 	set->gc_running = false;
 	set->gc_passed = false;
