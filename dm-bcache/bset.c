@@ -98,11 +98,11 @@ u32 bch_bset_fixup(struct bch_bset *s, const struct bch_bkey *k, struct bch_bkey
 u32 bch_bset_merge(struct bch_bkey *out, const struct bch_bset *sets, unsigned int nsets,
 		   bool (*drop)(const struct bch_bkey *k, void *arg), void *arg)
 {
-	u32 pos[BCH_BTREE_MAX_SETS] = { 0 }, nr = 0;
+	u32 pos[BCH_NODE_SETS] = { 0 }, nr = 0;
 	unsigned int i, best;
 
-	if (WARN_ON(nsets > BCH_BTREE_MAX_SETS))
-		nsets = BCH_BTREE_MAX_SETS;
+	if (WARN_ON(nsets > BCH_NODE_SETS))
+		nsets = BCH_NODE_SETS;
 	for (;;) {
 		const struct bch_bkey *k = NULL;
 

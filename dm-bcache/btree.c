@@ -52,7 +52,7 @@ struct bch_node {
 	u32		ndeleted;	/* keys of size 0 in our sets */
 	u8		level;		/* 0 = leaf */
 	u8		nsets;
-	u8		nwritten;	/* sets on disk; only the next may be open */
+	u8		nwritten;	/* sets on disk; the rest are open */
 	bool		dirty;
 	bool		need_cow;	/* compacted since written */
 	bool		accessed;	/* looked up since the clock last passed */
@@ -60,7 +60,7 @@ struct bch_node {
 	u64		flushed;	/* b->flush_gen when a flush last passed */
 	u64		gc_gen;		/* b->gc_gen when a GC pass entered */
 	u64		stamp;		/* unique to this node's keys as they are */
-	struct bch_bset	sets[BCH_BTREE_MAX_SETS];
+	struct bch_bset	sets[BCH_NODE_SETS];
 };
 
 static bool key_dead(struct bch_btree *b, const struct bch_bkey *k)
@@ -504,6 +504,37 @@ static struct bch_node *node_parent(const struct bch_btree *b, const struct bch_
 	return p;
 }
 
+static void node_open_set(struct bch_btree *b, struct bch_node *n)
+{
+	n->sets[n->nsets].keys = n->keys + n->nkeys;
+	n->sets[n->nsets].nkeys = 0;
+	n->nsets++;
+	n->stamp = ++b->stamps;
+}
+
+/*
+ * Merge the sets @n has not written into one, in place. Only deleted
+ * keys go: a dead key may still hide an older one in a written set.
+ */
+static void node_merge_open(struct bch_btree *b, struct bch_node *n)
+{
+	struct bch_bset *first = &n->sets[n->nwritten];
+	u32 nr, old = 0;
+	unsigned int i;
+
+	if (n->nsets - n->nwritten < 2)
+		return;
+	for (i = n->nwritten; i < n->nsets; i++)
+		old += n->sets[i].nkeys;
+	nr = bch_bset_merge(b->scratch, first, n->nsets - n->nwritten, NULL, NULL);
+	memcpy(first->keys, b->scratch, nr * sizeof(*b->scratch));
+	first->nkeys = nr;
+	n->nsets = n->nwritten + 1;
+	n->nkeys -= old - nr;
+	n->ndeleted -= min(n->ndeleted, old - nr);
+	n->stamp = ++b->stamps;
+}
+
 /*
  * Make room for @nr more keys in an open set of @n, opening a set or
  * compacting as needed. -ENOSPC: @n must be split.
@@ -519,14 +550,17 @@ static int node_reserve(struct bch_btree *b, struct bch_node *n, u32 nr)
 	}
 	if (n->nwritten == n->nsets) {
 		if (n->nsets < b->max_sets && n->nkeys + nr <= b->node_keys) {
-			n->sets[n->nsets].keys = n->keys + n->nkeys;
-			n->sets[n->nsets].nkeys = 0;
-			n->nsets++;
-			n->stamp = ++b->stamps;
+			node_open_set(b, n);
 		} else {
 			node_compact(b, n);
 			compacted = true;
 		}
+	}
+	/* An insert shifts the keys of the last set after its own. */
+	if (n->sets[n->nsets - 1].nkeys >= b->open_set_keys) {
+		if (n->nsets - n->nwritten >= BCH_BTREE_OPEN_SETS)
+			node_merge_open(b, n);
+		node_open_set(b, n);
 	}
 	if (n->nkeys + nr > b->node_keys && !compacted) {
 		node_compact(b, n);
@@ -1095,7 +1129,6 @@ static int node_cow(struct bch_btree *b, struct bch_node *n, struct bch_node *pa
 static int node_write(struct bch_btree *b, struct bch_node *n, struct bch_node *parent)
 {
 	u32 block_bytes = b->block_sectors << BCH_SECTOR_SHIFT;
-	struct bch_bset *open = &n->sets[n->nsets - 1];
 	size_t bytes;
 
 	if (!n->dirty)
@@ -1111,7 +1144,10 @@ static int node_write(struct bch_btree *b, struct bch_node *n, struct bch_node *
 			node_clean(b, n);
 			return 0;
 		}
-		bytes = bch_bset_bytes(bch_bset_live(open), block_bytes);
+		/* What is open goes to disk as one set. */
+		node_merge_open(b, n);
+		bytes = bch_bset_bytes(bch_bset_live(&n->sets[n->nsets - 1]),
+				       block_bytes);
 		if (n->written + (bytes >> BCH_SECTOR_SHIFT) <= b->bucket_sectors) {
 			write_pend(b, n, n->bucket, n->written, n->seq, false);
 			return 0;
@@ -1571,6 +1607,8 @@ static int btree_setup(struct bch_btree *b)
 
 	if (!b->max_sets)
 		b->max_sets = BCH_BTREE_DEFAULT_SETS;
+	if (!b->open_set_keys)
+		b->open_set_keys = BCH_BTREE_OPEN_SET_KEYS;
 	if (!b->ops || !b->block_sectors || !b->bucket_sectors ||
 	    b->bucket_sectors % b->block_sectors ||
 	    b->bucket_sectors > BCH_MAX_BUCKET_SECTORS || b->max_sets > BCH_BTREE_MAX_SETS)

@@ -46,6 +46,16 @@ static inline u64 bch_key_start(const struct bch_bkey *k)
 /* The largest number of sets a node may have (the limit for max_sets). */
 #define BCH_BTREE_MAX_SETS	8
 #define BCH_BTREE_DEFAULT_SETS	4
+/*
+ * In memory, what a node has not written yet is kept as up to
+ * BCH_BTREE_OPEN_SETS sets of open_set_keys keys or more, so that an
+ * insert shifts a few KiB and not a node's worth of keys: they are
+ * merged into one when they are that many, and before a write (one set
+ * on disk per write).
+ */
+#define BCH_BTREE_OPEN_SETS	3
+#define BCH_BTREE_OPEN_SET_KEYS	128
+#define BCH_NODE_SETS		(BCH_BTREE_MAX_SETS + BCH_BTREE_OPEN_SETS - 1)
 
 struct bch_btree;
 struct bch_node;
@@ -84,8 +94,11 @@ struct bch_btree_ops {
 struct bch_btree {
 	const struct bch_btree_ops *ops;
 	void		*priv;			/* the caller's */
-	/* Set by the caller before init or load; max_sets 0 = default. */
-	u32		bucket_sectors, block_sectors, max_sets;
+	/*
+	 * Set by the caller before init or load; max_sets and open_set_keys
+	 * 0 = default.
+	 */
+	u32		bucket_sectors, block_sectors, max_sets, open_set_keys;
 	/*
 	 * Clean leaves beyond this many resident ones are evicted (0: every
 	 * one not in use; U64_MAX: none). The caller may change it at any

@@ -419,6 +419,8 @@ static void setup(const char *test, const struct config *c)
 	T.b.block_sectors = c->block;
 	T.b.max_sets = c->max_sets;
 	T.b.max_leaves = c->leaves < 0 ? 0 : c->leaves ? (u64)c->leaves : U64_MAX;
+	/* Often small, so that nodes of every size keep several open sets. */
+	T.b.open_set_keys = rnd(4) ? 1 + rnd(8) : 0;
 }
 
 static void teardown(void)
@@ -954,6 +956,7 @@ static void durable_tree(const struct bch_btree *live, u64 max_leaves)
 	T.b.bucket_sectors = live->bucket_sectors;
 	T.b.block_sectors = live->block_sectors;
 	T.b.max_sets = live->max_sets;
+	T.b.open_set_keys = live->open_set_keys;
 	T.b.max_leaves = max_leaves;
 }
 
@@ -1674,6 +1677,8 @@ static int test_sets_change(void)
 	size_t offs[8];
 
 	setup("sets-change", &sets_cfg);
+	/* Each round's keys fill several open sets, and go to disk as one. */
+	T.b.open_set_keys = 2;
 	T.alloc_ok = true;
 	CHECK(bch_btree_init(&T.b) == 0);
 	for (round = 0; round < 6; round++) {
