@@ -4,9 +4,10 @@
  *
  * Every node fills one bucket and holds up to max_sets sorted sets of keys
  * (bset.c), in memory back to back in one buffer and on disk one after the
- * other, each at a block boundary. Only the last set is ever open for
- * inserts; a flush appends it to the bucket, so a node costs one small
- * write per flush. A node that was compacted in memory since it was last
+ * other, each at a block boundary. Inserts go into the last set; the
+ * sets not yet written (a few, so that an insert shifts few keys) are
+ * merged into one that a flush appends to the bucket, so a node costs
+ * one small write per flush. A node that was compacted in memory since it was last
  * written, or whose next set does not fit, is rewritten whole to a new
  * bucket (copy on write) and its parent's pointer is updated.
  *
@@ -513,23 +514,25 @@ static void node_open_set(struct bch_btree *b, struct bch_node *n)
 }
 
 /*
- * Merge the sets @n has not written into one, in place. Only deleted
- * keys go: a dead key may still hide an older one in a written set.
+ * Merge the open sets of @n from set @from on into one, in place. Only
+ * deleted keys go: a dead key may still hide an older one in a written
+ * set.
  */
-static void node_merge_open(struct bch_btree *b, struct bch_node *n)
+static void node_merge_open(struct bch_btree *b, struct bch_node *n,
+			    unsigned int from)
 {
-	struct bch_bset *first = &n->sets[n->nwritten];
+	struct bch_bset *first = &n->sets[from];
 	u32 nr, old = 0;
 	unsigned int i;
 
-	if (n->nsets - n->nwritten < 2)
+	if (WARN_ON(from < n->nwritten) || n->nsets - from < 2)
 		return;
-	for (i = n->nwritten; i < n->nsets; i++)
+	for (i = from; i < n->nsets; i++)
 		old += n->sets[i].nkeys;
-	nr = bch_bset_merge(b->scratch, first, n->nsets - n->nwritten, NULL, NULL);
+	nr = bch_bset_merge(b->scratch, first, n->nsets - from, NULL, NULL);
 	memcpy(first->keys, b->scratch, nr * sizeof(*b->scratch));
 	first->nkeys = nr;
-	n->nsets = n->nwritten + 1;
+	n->nsets = from + 1;
 	n->nkeys -= old - nr;
 	n->ndeleted -= min(n->ndeleted, old - nr);
 	n->stamp = ++b->stamps;
@@ -556,10 +559,14 @@ static int node_reserve(struct bch_btree *b, struct bch_node *n, u32 nr)
 			compacted = true;
 		}
 	}
-	/* An insert shifts the keys of the last set after its own. */
+	/*
+	 * An insert shifts the keys of the last set after its own. Only the
+	 * last two open sets merge: the first may be the whole node (after
+	 * a compaction), and the second grows only until the next write.
+	 */
 	if (n->sets[n->nsets - 1].nkeys >= b->open_set_keys) {
 		if (n->nsets - n->nwritten >= BCH_BTREE_OPEN_SETS)
-			node_merge_open(b, n);
+			node_merge_open(b, n, n->nsets - 2);
 		node_open_set(b, n);
 	}
 	if (n->nkeys + nr > b->node_keys && !compacted) {
@@ -1107,7 +1114,7 @@ static int node_cow(struct bch_btree *b, struct bch_node *n, struct bch_node *pa
 	ret = b->ops->alloc(b, &bucket, &gen);
 	if (ret)
 		return ret;
-	/* Compacted since its last write (by a GC pass): only garbage to drop. */
+	/* Compacted since its last write, or several sets open: merge them. */
 	if (n->nsets > 1 || n->ndeleted)
 		node_compact(b, n);
 	ret = node_write_whole(b, n, bucket, get_random_u64());
@@ -1145,7 +1152,7 @@ static int node_write(struct bch_btree *b, struct bch_node *n, struct bch_node *
 			return 0;
 		}
 		/* What is open goes to disk as one set. */
-		node_merge_open(b, n);
+		node_merge_open(b, n, n->nwritten);
 		bytes = bch_bset_bytes(bch_bset_live(&n->sets[n->nsets - 1]),
 				       block_bytes);
 		if (n->written + (bytes >> BCH_SECTOR_SHIFT) <= b->bucket_sectors) {

@@ -48,14 +48,17 @@ static inline u64 bch_key_start(const struct bch_bkey *k)
 #define BCH_BTREE_DEFAULT_SETS	4
 /*
  * In memory, what a node has not written yet is kept as up to
- * BCH_BTREE_OPEN_SETS sets of open_set_keys keys or more, so that an
- * insert shifts a few KiB and not a node's worth of keys: they are
- * merged into one when they are that many, and before a write (one set
- * on disk per write).
+ * BCH_BTREE_OPEN_SETS (at least 2) sets, a new one opened when the last
+ * holds open_set_keys, so that an insert shifts a few KiB and not a
+ * node's worth of keys: the last two merge when there would be more,
+ * and all of them before a write (one set on disk per write).
  */
 #define BCH_BTREE_OPEN_SETS	3
 #define BCH_BTREE_OPEN_SET_KEYS	128
 #define BCH_NODE_SETS		(BCH_BTREE_MAX_SETS + BCH_BTREE_OPEN_SETS - 1)
+#if BCH_BTREE_OPEN_SETS < 2
+#error "node_reserve() merges the last two open sets"
+#endif
 
 struct bch_btree;
 struct bch_node;
