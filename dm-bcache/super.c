@@ -433,6 +433,13 @@ static void bch_set_close(struct bch_cache_set *set)
 		r = -EIO;
 	} else {
 		r = bch_checkpoint_sync(set, false);
+		/*
+		 * A node a split freed while the last checkpoint was ending
+		 * waits for one more (bch_free_btree()): take it, so that
+		 * the bucket array names no node the index does not.
+		 */
+		if (!r)
+			r = bch_checkpoint_sync(set, false);
 	}
 	mutex_lock(&set->lock);
 	if (!r)
