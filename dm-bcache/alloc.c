@@ -543,15 +543,15 @@ void bch_alloc_gc_passed(struct bch_cache_set *set)
 
 /*
  * The checkpoint the pass is part of is durable (@done; btree lock held
- * for read, let go between chunks), or failed. Only now may the pass's counts replace the
- * running ones: an overwrite it saw may not be in the journal yet, and
- * until the superblock names the new checkpoint, a crash would bring the
- * overwritten key back, in a bucket the pass found empty. Then empty data
- * buckets are freed, and so are node buckets the index does not name
- * (made for a checkpoint a crash cut short, as an open from the bucket
- * states finds them). No key on disk is older than the gens the pass
- * started with. A failed checkpoint drops the pass: the next one runs
- * another.
+ * for read, let go between chunks), or failed. Only now may the pass's
+ * counts replace the running ones: an overwrite it saw may not be in the
+ * journal yet, and until the superblock names the new checkpoint, a crash
+ * would bring the overwritten key back, in a bucket the pass found empty.
+ * Then empty data buckets are freed, and so are node buckets the index
+ * does not name (made for a checkpoint a crash cut short, as an open from
+ * the bucket states finds them). No key on disk is older than the gens
+ * the pass started with. A failed checkpoint drops the pass: the next one
+ * runs another.
  */
 void bch_alloc_gc_apply(struct bch_cache_set *set, bool done)
 {
