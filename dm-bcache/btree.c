@@ -7,9 +7,10 @@
  * other, each at a block boundary. Inserts go into the last set; the
  * sets not yet written (a few, so that an insert shifts few keys) are
  * merged into one that a flush appends to the bucket, so a node costs
- * one small write per flush. A node that was compacted in memory since it was last
- * written, or whose next set does not fit, is rewritten whole to a new
- * bucket (copy on write) and its parent's pointer is updated.
+ * one small write per flush. A node that was compacted in memory since
+ * it was last written, or whose next set does not fit, is rewritten
+ * whole to a new bucket (copy on write) and its parent's pointer is
+ * updated.
  *
  * Within a node, newer sets win. In memory that is kept true eagerly: an
  * insert cuts its range out of the keys of every set, so live keys never
@@ -522,13 +523,11 @@ static void node_merge_open(struct bch_btree *b, struct bch_node *n,
 			    unsigned int from)
 {
 	struct bch_bset *first = &n->sets[from];
-	u32 nr, old = 0;
-	unsigned int i;
+	/* The sets lie back to back: those from @from on end the buffer. */
+	u32 nr, old = n->nkeys - (first->keys - n->keys);
 
 	if (WARN_ON(from < n->nwritten) || n->nsets - from < 2)
 		return;
-	for (i = from; i < n->nsets; i++)
-		old += n->sets[i].nkeys;
 	nr = bch_bset_merge(b->scratch, first, n->nsets - from, NULL, NULL);
 	memcpy(first->keys, b->scratch, nr * sizeof(*b->scratch));
 	first->nkeys = nr;
