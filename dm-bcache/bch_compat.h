@@ -12,6 +12,7 @@
 
 #ifdef __KERNEL__
 
+#include <linux/atomic.h>
 #include <linux/bug.h>
 #include <linux/errno.h>
 #include <linux/kernel.h>
@@ -22,6 +23,7 @@
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
 #include <linux/string.h>
 #include <linux/types.h>
 
@@ -49,6 +51,7 @@ static inline void bch_kvfree(void *p)
 #include <endian.h>
 #include <errno.h>
 #include <linux/types.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -119,6 +122,28 @@ u64 get_random_u64(void);
 
 #define READ_ONCE(x)		__atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define WRITE_ONCE(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+/* Locks and counters shared inserts use, on pthreads (the tests' threads). */
+typedef pthread_rwlock_t rwlock_t;
+#define rwlock_init(l)		pthread_rwlock_init((l), NULL)
+#define read_lock(l)		pthread_rwlock_rdlock(l)
+#define read_unlock(l)		pthread_rwlock_unlock(l)
+#define write_lock(l)		pthread_rwlock_wrlock(l)
+#define write_unlock(l)		pthread_rwlock_unlock(l)
+
+typedef pthread_mutex_t spinlock_t;
+#define spin_lock_init(l)	pthread_mutex_init((l), NULL)
+#define spin_lock(l)		pthread_mutex_lock(l)
+#define spin_unlock(l)		pthread_mutex_unlock(l)
+
+typedef struct {
+	s64 counter;
+} atomic64_t;
+
+static inline s64 atomic64_inc_return(atomic64_t *v)
+{
+	return __atomic_add_fetch(&v->counter, 1, __ATOMIC_SEQ_CST);
+}
 
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))

@@ -59,6 +59,9 @@ struct bch_node {
 	bool		need_cow;	/* compacted since written */
 	bool		accessed;	/* looked up since the clock last passed */
 	bool		gc_read;	/* read ahead for a GC pass alone */
+	bool		writing;	/* chosen by a flush step, until written */
+	/* Its keys, and whether it is dirty or written, against shared inserts. */
+	rwlock_t	lock;
 	u64		flushed;	/* b->flush_gen when a flush last passed */
 	u64		gc_gen;		/* b->gc_gen when a GC pass entered */
 	u64		stamp;		/* unique to this node's keys as they are */
@@ -179,7 +182,8 @@ static struct bch_node *node_new(struct bch_btree *b, unsigned int level)
 		return NULL;
 	}
 	INIT_LIST_HEAD(&n->lru);
-	n->stamp = ++b->stamps;
+	rwlock_init(&n->lock);
+	n->stamp = atomic64_inc_return(&b->stamps);
 	n->level = level;
 	n->nsets = 1;
 	n->sets[0].keys = n->keys;
@@ -187,12 +191,20 @@ static struct bch_node *node_new(struct bch_btree *b, unsigned int level)
 	return n;
 }
 
-/* Memory and disk differ: off the LRU until written. */
+/*
+ * Memory and disk differ: off the LRU until written. Under a shared hold
+ * the LRU is changed by shared inserts and a flush's write alone, each
+ * under lru_lock; exclusive access needs no lock.
+ */
 static void node_dirty(struct bch_btree *b, struct bch_node *n)
 {
-	n->stamp = ++b->stamps;
+	n->stamp = atomic64_inc_return(&b->stamps);
+	if (n->dirty)
+		return;
 	n->dirty = true;
+	spin_lock(&b->lru_lock);
 	lru_del(b, n);
+	spin_unlock(&b->lru_lock);
 }
 
 /* Memory and disk agree: a leaf other than the root may be evicted. */
@@ -200,8 +212,10 @@ static void node_clean(struct bch_btree *b, struct bch_node *n)
 {
 	n->dirty = false;
 	if (!n->level && n != b->root && list_empty(&n->lru)) {
+		spin_lock(&b->lru_lock);
 		list_add_tail(&n->lru, &b->clean);
 		b->nclean++;
+		spin_unlock(&b->lru_lock);
 	}
 }
 
@@ -511,7 +525,7 @@ static void node_open_set(struct bch_btree *b, struct bch_node *n)
 	n->sets[n->nsets].keys = n->keys + n->nkeys;
 	n->sets[n->nsets].nkeys = 0;
 	n->nsets++;
-	n->stamp = ++b->stamps;
+	n->stamp = atomic64_inc_return(&b->stamps);
 }
 
 /*
@@ -534,7 +548,7 @@ static void node_merge_open(struct bch_btree *b, struct bch_node *n,
 	n->nsets = from + 1;
 	n->nkeys -= old - nr;
 	n->ndeleted -= min(n->ndeleted, old - nr);
-	n->stamp = ++b->stamps;
+	n->stamp = atomic64_inc_return(&b->stamps);
 }
 
 /*
@@ -759,10 +773,79 @@ out:
 	return ret;
 }
 
+/* The first live key of leaf @n at or after (inode, end) into @out: under its lock. */
+static bool leaf_search(struct bch_node *n, u32 inode, u64 end, struct bch_bkey *out)
+{
+	const struct bch_bkey *k;
+
+	read_lock(&n->lock);
+	k = node_search(n, inode, end);
+	if (k)
+		*out = *k;
+	read_unlock(&n->lock);
+	return k;
+}
+
+/*
+ * node_reserve() for a shared insert: only what changes @n alone (an open
+ * set opened; the leaf made dirty by the insert), never a merge or a
+ * compaction, which use the tree's buffers. Leaf lock held.
+ */
+static bool leaf_reserve_shared(struct bch_btree *b, struct bch_node *n, u32 nr)
+{
+	if (n->writing || n->ndeleted > b->node_keys / 4 ||
+	    n->nkeys + nr > b->node_keys)
+		return false;
+	if (n->nwritten == n->nsets) {
+		if (n->nsets >= b->max_sets)
+			return false;
+		node_open_set(b, n);
+	} else if (n->sets[n->nsets - 1].nkeys >= b->open_set_keys) {
+		if (n->nsets - n->nwritten >= BCH_BTREE_OPEN_SETS)
+			return false;
+		node_open_set(b, n);
+	}
+	return true;
+}
+
+struct bch_node *bch_btree_leaf_lock(struct bch_btree *b, const struct bch_bkey *k)
+{
+	struct bch_node *n;
+
+	if (!b->root || !k->size || k->size > k->end)
+		return NULL;
+	n = find_leaf(b, k->inode, bch_key_start(k));
+	if (!n || leaf_end(n, k->inode, k->end) != k->end)
+		return NULL;
+	write_lock(&n->lock);
+	if (leaf_reserve_shared(b, n, 2)) {
+		WRITE_ONCE(n->accessed, true);
+		return n;
+	}
+	write_unlock(&n->lock);
+	return NULL;
+}
+
+void bch_btree_leaf_insert(struct bch_btree *b, struct bch_node *n,
+			   const struct bch_bkey *k)
+{
+	leaf_insert(b, n, k);
+}
+
+void bch_btree_leaf_unlock(struct bch_node *n)
+{
+	write_unlock(&n->lock);
+}
+
+u64 bch_btree_dirty_leaves(struct bch_btree *b)
+{
+	return b->leaves - READ_ONCE(b->nclean);
+}
+
 int bch_btree_lookup(struct bch_btree *b, u32 inode, u64 start, u64 end,
 		     struct bch_bkey *out)
 {
-	const struct bch_bkey *k;
+	struct bch_bkey found, *k = &found;
 	struct bch_node *n;
 	u64 pos = start;
 
@@ -781,8 +864,8 @@ int bch_btree_lookup(struct bch_btree *b, u32 inode, u64 start, u64 end,
 		}
 		if (!READ_ONCE(n->accessed))
 			WRITE_ONCE(n->accessed, true);
-		k = node_search(n, inode, pos + 1);
-		if (k && k->inode == inode && bch_key_start(k) < end) {
+		if (leaf_search(n, inode, pos + 1, &found) && k->inode == inode &&
+		    bch_key_start(k) < end) {
 			if (!(k->flags & BCH_KEY_HOLE) && !key_dead(b, k)) {
 				if (bch_key_start(k) <= start) {
 					*out = *k;
@@ -1077,11 +1160,21 @@ int bch_btree_gc(struct bch_btree *b, bch_btree_gc_fn fn, void *arg)
 static void write_pend(struct bch_btree *b, struct bch_node *n, u64 bucket,
 		       u32 offset, u64 seq, bool whole)
 {
+	/* Shared inserts keep out until it is written, or the flush dropped. */
+	n->writing = true;
 	b->pend.node = n;
 	b->pend.bucket = bucket;
 	b->pend.offset = offset;
 	b->pend.seq = seq;
 	b->pend.whole = whole;
+}
+
+/* A step's choice that no write followed (a flush abandoned). */
+static void pend_drop(struct bch_btree *b)
+{
+	if (b->pend.node)
+		b->pend.node->writing = false;
+	b->pend.node = NULL;
 }
 
 /* Write @n whole as the only set of @bucket, under a new @seq. */
@@ -1201,7 +1294,7 @@ void bch_btree_flush_start(struct bch_btree *b)
 {
 	b->flush_gen++;
 	memset(&b->flush_pos, 0, sizeof(b->flush_pos));
-	b->pend.node = NULL;
+	pend_drop(b);
 }
 
 /*
@@ -1218,7 +1311,7 @@ int bch_btree_flush_step(struct bch_btree *b)
 
 	if (!n)
 		return -EINVAL;
-	b->pend.node = NULL;
+	pend_drop(b);
 	if (node_done(b, n))
 		return 0;
 	while (n->level) {
@@ -1276,8 +1369,12 @@ int bch_btree_flush_write(struct bch_btree *b)
 				n->level, b->pend.whole ? 0 : n->nwritten,
 				block_bytes) >> BCH_SECTOR_SHIFT;
 	ret = b->ops->io(b, true, b->pend.bucket, b->pend.offset, b->iobuf, sectors);
-	if (ret)
+	write_lock(&n->lock);
+	n->writing = false;
+	if (ret) {
+		write_unlock(&n->lock);
 		return ret;	/* still dirty: the next flush writes it again */
+	}
 	if (b->pend.whole) {
 		n->seq = b->pend.seq;
 		n->written = sectors;
@@ -1288,6 +1385,7 @@ int bch_btree_flush_write(struct bch_btree *b)
 		n->nwritten++;
 	}
 	node_clean(b, n);
+	write_unlock(&n->lock);
 	b->set_writes++;
 	return 0;
 }
@@ -1638,6 +1736,7 @@ static int btree_setup(struct bch_btree *b)
 	b->leaves = 0;
 	b->nclean = 0;
 	INIT_LIST_HEAD(&b->clean);
+	spin_lock_init(&b->lru_lock);
 	b->hash_bits = BCH_HASH_MIN_BITS;
 	b->drops_floor = ++b->drops;	/* no want survives */
 	memset(&b->gc_prep, 0, sizeof(b->gc_prep));

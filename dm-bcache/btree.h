@@ -15,11 +15,14 @@
  * clean leaf (one whose memory and disk agree) may be evicted whenever
  * more than max_leaves leaves are resident, at the points named below.
  *
- * Locking is the caller's: lookup may run concurrently with other lookups
- * and never does IO, everything else needs exclusive access and may read
- * nodes through ops->io (which may refuse with -EAGAIN, as from a context
- * that must not wait for IO: the call then fails with it, changing
- * nothing). Only bch_btree_flush_write() writes, and it lets lookups run.
+ * Locking is the caller's, with two exceptions inside: a shared hold lets
+ * lookups and shared inserts (bch_btree_leaf_lock()) run together, each
+ * leaf's lock ordering them; everything else needs exclusive access, or a
+ * shared hold that keeps shared inserts out where it says so, and may
+ * read nodes through ops->io (which may refuse with -EAGAIN, as from a
+ * context that must not wait for IO: the call then fails with it,
+ * changing nothing). Only bch_btree_flush_write() writes, and it lets
+ * lookups and shared inserts into other nodes run.
  */
 #ifndef _BCH_BTREE_H
 #define _BCH_BTREE_H
@@ -144,7 +147,9 @@ struct bch_btree {
 		u64		stamp;		/* its stamp then; 0: none */
 		u32		nkeys;
 	} aside;
-	u64		stamps;			/* the last node stamp given */
+	atomic64_t	stamps;			/* the last node stamp given */
+	/* clean and nclean, against shared inserts and a flush's write */
+	spinlock_t	lru_lock;
 
 	/* Counters, for the status line and the tests. */
 	u64		nodes;			/* resident */
@@ -186,8 +191,9 @@ int bch_btree_flush(struct bch_btree *b);
  * with exclusive access and bch_btree_flush_write() after it, until the
  * step returns 0. A step changes the tree but does no IO; the write packs
  * and sends the node the step chose and needs only that nothing but
- * lookups ran since the step (a shared lock the step's was downgraded to
- * will do).
+ * lookups and shared inserts ran since the step (a shared lock the step's
+ * was downgraded to will do): those keep out of the node until it is
+ * written.
  * bch_btree_root() read under the same hold as the last step and its
  * write is what is on disk. Every key in the tree at the start is then on
  * disk, or overwritten by a key inserted since; keys inserted meanwhile
@@ -214,11 +220,28 @@ void bch_btree_root(struct bch_btree *b, struct bch_bkey *root, unsigned int *le
 int bch_btree_insert(struct bch_btree *b, const struct bch_bkey *k);
 
 /*
+ * A shared insert, under a shared hold that only lookups and other shared
+ * inserts share: the leaf that holds all of @k, locked, if it is
+ * resident, has room in its open sets without a merge or a compaction and
+ * is not being written; else NULL, and the caller inserts with exclusive
+ * access. bch_btree_leaf_insert() then puts @k in (or nothing is put in)
+ * and bch_btree_leaf_unlock() lets lookups of the leaf see it. What the
+ * caller does in between is ordered with every other change to @k's range.
+ */
+struct bch_node *bch_btree_leaf_lock(struct bch_btree *b, const struct bch_bkey *k);
+void bch_btree_leaf_insert(struct bch_btree *b, struct bch_node *n,
+			   const struct bch_bkey *k);
+void bch_btree_leaf_unlock(struct bch_node *n);
+/* Leaves changed since they were last written (a shared hold will do). */
+u64 bch_btree_dirty_leaves(struct bch_btree *b);
+
+/*
  * The piece at @start: returns 1 and sets @out to the live key clipped to
  * [start, min(end, key end)) (ptr adjusted) if @start is cached; returns 0
  * and sets out->size to the hole's length up to min(end, start of the next
  * live key) otherwise (out->flags = BCH_KEY_HOLE). Ranges longer than
- * U32_MAX are clipped. Memory only; safe with concurrent lookups.
+ * U32_MAX are clipped. Memory only; safe with concurrent lookups and
+ * shared inserts.
  * -EAGAIN if it needs a node that is not in memory: out->end is then the
  * sector whose leaf bch_btree_load_range() must read, and nothing is live
  * in [start, out->end).
@@ -275,8 +298,8 @@ int bch_btree_gc(struct bch_btree *b, bch_btree_gc_fn fn, void *arg);
 void bch_btree_gc_start(struct bch_btree *b);
 int bch_btree_gc_step(struct bch_btree *b, bch_btree_gc_fn fn, void *arg);
 /*
- * The same step under a shared lock (nothing but lookups running, and no
- * other GC step): it only counts, so it returns -EAGAIN, having changed
+ * The same step under a shared lock (nothing but lookups running: no
+ * shared insert, and no other GC step): it only counts, so it returns -EAGAIN, having changed
  * nothing in the tree, if a node on the way is not resident or would be
  * compacted; the step is then left to bch_btree_gc_step(). A leaf to
  * compact is first merged aside, and that step only swaps it in if the

@@ -7,10 +7,16 @@
  * nothing: random inserts (some holes, some already stale, some with a
  * fault injected), lookups compared piece by piece, bucket gens bumped,
  * GC, flushes with torn writes, and reloads from the fake disk. Directed
- * tests cover torn sets, corrupt nodes and argument checks.
+ * tests cover torn sets, corrupt nodes, argument checks, and shared
+ * inserts from several threads.
  *
- * Usage: btree_test [seed [ops]]. The last line is "N passed, N failed".
+ * Usage: btree_test [seed [ops [shared]]] ("shared": only the threads'
+ * test, as the ThreadSanitizer build runs it). The last line is
+ * "N passed, N failed".
  */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 
 #include "../bset.h"
@@ -1712,6 +1718,314 @@ static int test_sets_change(void)
 	return 1;
 }
 
+/*
+ * Shared inserts, as the kernel makes them: threads insert and look up,
+ * each in blocks of its own that share leaves with the others', under a
+ * shared hold, falling back to exclusive access when the leaf cannot take
+ * the key so; meanwhile the main thread flushes in steps (writing under
+ * the shared hold, as downgraded), runs GC passes (the shared steps with
+ * shared inserts kept out, as the kernel's gate does) and evicts. Then
+ * what every thread inserted must be in memory and, after a flush and a
+ * reload, on disk.
+ */
+#define SH_THREADS	4
+#define SH_BLOCK	64	/* sectors a thread owns in a row */
+#define SH_OPS		4000
+
+struct sh_thread {
+	pthread_t	tid;
+	unsigned int	id;
+	u64		rng;
+	long		shared, exclusive, lookups;
+	int		fail_line;
+	struct bch_bkey	fail_key;
+};
+
+static struct {
+	pthread_rwlock_t tree;		/* the kernel's btree_lock */
+	pthread_rwlock_t gate;		/* shared inserts against walks */
+	pthread_mutex_t	excl;		/* exclusive, and a downgrade's hold */
+	int		running;
+	long		flushes, gcs, evictions;
+} SH;
+
+static u64 sh_rnd(struct sh_thread *t, u64 n)
+{
+	return splitmix(&t->rng) % n;
+}
+
+#define SH_CHECK(t, c)	do { if (!(c) && !(t)->fail_line) (t)->fail_line = __LINE__; } while (0)
+
+/* A random key in one of @t's blocks: live data, or a hole. */
+static void sh_key(struct sh_thread *t, struct bch_bkey *k)
+{
+	u64 blocks = T.cfg->space / SH_BLOCK / SH_THREADS;
+	u64 block = sh_rnd(t, blocks) * SH_THREADS + t->id;
+	u32 len = 1 + sh_rnd(t, 8);
+	u64 off = block * SH_BLOCK + sh_rnd(t, SH_BLOCK - len + 1), db;
+
+	memset(k, 0, sizeof(*k));
+	k->inode = inodes[1];
+	k->size = len;
+	k->end = T.base[1] + off + len;
+	if (sh_rnd(t, 8) == 0) {
+		k->flags = BCH_KEY_HOLE;
+		return;
+	}
+	db = sh_rnd(t, NDB);
+	k->ptr = DATA_BASE + db * DB + sh_rnd(t, DB - len + 1);
+	k->gen = T.dgen[db];
+	k->flags = sh_rnd(t, 2) ? BCH_KEY_DIRTY : 0;
+}
+
+static void sh_model(const struct bch_bkey *k)
+{
+	u64 s = bch_key_start(k) - T.base[1], j;
+
+	for (j = 0; j < k->size; j++) {
+		struct msec *m = &T.model[1][s + j];
+
+		m->valid = !(k->flags & BCH_KEY_HOLE);
+		m->ptr = k->ptr + j;
+		m->gen = k->gen;
+		m->flags = k->flags;
+	}
+}
+
+/* Under the shared hold: [a, e) of @t's own sectors against the model. */
+static void sh_lookup(struct sh_thread *t, u64 a, u64 e)
+{
+	struct bch_bkey out;
+	u64 pos = a, j;
+	int r;
+
+	while (pos < e && !t->fail_line) {
+		r = bch_btree_lookup(&T.b, inodes[1], T.base[1] + pos, T.base[1] + e, &out);
+		if (r < 0)
+			return;		/* not resident */
+		SH_CHECK(t, out.size >= 1 && out.size <= e - pos);
+		for (j = 0; j < out.size && !t->fail_line; j++) {
+			const struct msec *m = &T.model[1][pos + j];
+
+			SH_CHECK(t, r ? msec_live(m) && m->ptr == out.ptr + j &&
+				 m->flags == out.flags : !msec_live(m));
+		}
+		if (t->fail_line)
+			t->fail_key = out;
+		pos += out.size;
+	}
+}
+
+static void *sh_worker(void *arg)
+{
+	struct sh_thread *t = arg;
+	struct bch_node *n;
+	struct bch_bkey k;
+	long op;
+	int r;
+
+	for (op = 0; op < SH_OPS && !t->fail_line; op++) {
+		sh_key(t, &k);
+		pthread_rwlock_rdlock(&SH.tree);
+		pthread_rwlock_rdlock(&SH.gate);
+		n = bch_btree_leaf_lock(&T.b, &k);
+		if (n) {
+			bch_btree_leaf_insert(&T.b, n, &k);
+			sh_model(&k);
+			bch_btree_leaf_unlock(n);
+			t->shared++;
+		}
+		pthread_rwlock_unlock(&SH.gate);
+		pthread_rwlock_unlock(&SH.tree);
+		if (!n) {
+			pthread_mutex_lock(&SH.excl);
+			pthread_rwlock_wrlock(&SH.tree);
+			T.alloc_ok = true;
+			T.io_ok = true;
+			r = bch_btree_insert(&T.b, &k);
+			T.io_ok = false;
+			T.alloc_ok = false;
+			if (!r)
+				sh_model(&k);
+			pthread_rwlock_unlock(&SH.tree);
+			pthread_mutex_unlock(&SH.excl);
+			SH_CHECK(t, r == 0);
+			t->exclusive++;
+		}
+		if (sh_rnd(t, 2) == 0) {
+			u64 a = bch_key_start(&k) - T.base[1];
+
+			a -= a % SH_BLOCK;
+			pthread_rwlock_rdlock(&SH.tree);
+			sh_lookup(t, a, a + SH_BLOCK);
+			pthread_rwlock_unlock(&SH.tree);
+			t->lookups++;
+		}
+	}
+	if (t->fail_line)
+		t->fail_key = k;
+	__atomic_sub_fetch(&SH.running, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+static void sh_gc_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_node, void *arg)
+{
+	(void)b;
+	(void)k;
+	(void)is_node;
+	(*(long *)arg)++;
+}
+
+/* A flush in steps, each written with exclusive access traded for shared. */
+static int sh_flush(void)
+{
+	int r, w;
+
+	pthread_mutex_lock(&SH.excl);
+	pthread_rwlock_wrlock(&SH.tree);
+	T.window = true;
+	bch_btree_flush_start(&T.b);
+	for (;;) {
+		T.in_step = true;
+		T.alloc_ok = true;
+		r = bch_btree_flush_step(&T.b);
+		T.alloc_ok = false;
+		pthread_rwlock_unlock(&SH.tree);
+		if (r >= 0) {
+			/* SH.excl still held: only shared inserts and lookups come in */
+			pthread_rwlock_rdlock(&SH.tree);
+			T.io_ok = true;
+			w = bch_btree_flush_write(&T.b);
+			T.io_ok = false;
+			pthread_rwlock_unlock(&SH.tree);
+			if (w)
+				r = w;
+		}
+		T.in_step = false;
+		pthread_mutex_unlock(&SH.excl);
+		sched_yield();
+		pthread_mutex_lock(&SH.excl);
+		pthread_rwlock_wrlock(&SH.tree);
+		if (r <= 0)
+			break;
+	}
+	T.window = false;
+	if (r)
+		frees_release(false);
+	else
+		flush_done(0);
+	pthread_rwlock_unlock(&SH.tree);
+	pthread_mutex_unlock(&SH.excl);
+	SH.flushes++;
+	return r;
+}
+
+static int sh_gc(void)
+{
+	long keys = 0;
+	int r;
+
+	pthread_mutex_lock(&SH.excl);
+	pthread_rwlock_wrlock(&SH.tree);
+	bch_btree_gc_start(&T.b);
+	pthread_rwlock_unlock(&SH.tree);
+	for (;;) {
+		pthread_rwlock_rdlock(&SH.tree);
+		pthread_rwlock_wrlock(&SH.gate);
+		r = bch_btree_gc_step_shared(&T.b, sh_gc_fn, &keys);
+		pthread_rwlock_unlock(&SH.gate);
+		pthread_rwlock_unlock(&SH.tree);
+		if (r == -EAGAIN) {
+			pthread_rwlock_wrlock(&SH.tree);
+			T.io_ok = true;
+			r = bch_btree_gc_step(&T.b, sh_gc_fn, &keys);
+			T.io_ok = false;
+			pthread_rwlock_unlock(&SH.tree);
+		}
+		pthread_mutex_unlock(&SH.excl);
+		if (r <= 0)
+			break;
+		sched_yield();
+		pthread_mutex_lock(&SH.excl);
+	}
+	SH.gcs++;
+	return r;
+}
+
+static const struct config shared_cfg = { "16/1 x4", 16, 1, 4, 1 << 12, 32768, 8, 0, 0, 0 };
+
+static int test_shared_inserts(void)
+{
+	struct sh_thread th[SH_THREADS];
+	pthread_rwlockattr_t attr;
+	long shared = 0, exclusive = 0, lookups = 0;
+	unsigned int i;
+
+	setup("shared-inserts", &shared_cfg);
+	pthread_rwlockattr_init(&attr);
+	/* as an rwsem: a waiting writer holds new readers back */
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&SH.tree, &attr);
+	pthread_rwlock_init(&SH.gate, &attr);
+	pthread_mutex_init(&SH.excl, NULL);
+	SH.flushes = SH.gcs = SH.evictions = 0;
+	T.alloc_ok = true;
+	CHECK(bch_btree_init(&T.b) == 0);
+	T.alloc_ok = false;
+	SH.running = SH_THREADS;
+	for (i = 0; i < SH_THREADS; i++) {
+		memset(&th[i], 0, sizeof(th[i]));
+		th[i].id = i;
+		th[i].rng = test_seed * 7919 + i;
+		CHECK(pthread_create(&th[i].tid, NULL, sh_worker, &th[i]) == 0);
+	}
+	while (__atomic_load_n(&SH.running, __ATOMIC_SEQ_CST)) {
+		unsigned int what;
+
+		/* rnd() is the exclusive inserts' too (op_alloc()) */
+		pthread_mutex_lock(&SH.excl);
+		what = rnd(4);
+		pthread_mutex_unlock(&SH.excl);
+		switch (what) {
+		case 0:
+			CHECK(sh_gc() == 0);
+			break;
+		case 1:
+			pthread_mutex_lock(&SH.excl);
+			pthread_rwlock_wrlock(&SH.tree);
+			SH.evictions += bch_btree_evict(&T.b, rnd(8));
+			pthread_rwlock_unlock(&SH.tree);
+			pthread_mutex_unlock(&SH.excl);
+			break;
+		default:
+			CHECK(sh_flush() == 0);
+		}
+	}
+	for (i = 0; i < SH_THREADS; i++) {
+		pthread_join(th[i].tid, NULL);
+		if (th[i].fail_line)
+			printf("  thread %u failed at line %d, key %u:%llu+%u ptr %llu flags %u\n",
+			       i, th[i].fail_line, th[i].fail_key.inode,
+			       bch_key_start(&th[i].fail_key), th[i].fail_key.size,
+			       th[i].fail_key.ptr, th[i].fail_key.flags);
+		CHECK(!th[i].fail_line);
+		shared += th[i].shared;
+		exclusive += th[i].exclusive;
+		lookups += th[i].lookups;
+	}
+	CHECK(compare_all());
+	CHECK(reload(false));
+	CHECK(compare_all());
+	CHECK(T.bad_calls == 0);
+	printf("  %-14s %ld shared, %ld exclusive inserts, %ld lookups; %ld flushes, %ld gc passes, %ld evictions; %llu splits, %llu compactions, %llu merged shared\n",
+	       shared_cfg.name, shared, exclusive, lookups, SH.flushes, SH.gcs, SH.evictions,
+	       T.splits + T.b.splits, T.compactions + T.b.compactions,
+	       T.merged_aside + T.b.merged_aside);
+	/* Both ways were taken. */
+	CHECK(shared > 0 && exclusive > 0);
+	return 1;
+}
+
 static const struct config configs[] = {
 	/* name		bucket block sets nbuckets space maxlen ops bump */
 	{ "1/1 sets=4",	  1,    1, 4, 1 << 15, 4096,  256, 0,     5, 0 },
@@ -1741,6 +2055,8 @@ static int run_test(unsigned int i, u64 seed, long ops)
 		return test_sets_change();
 	if (i == ARRAY_SIZE(configs) + 3)
 		return test_want_stale();
+	if (i == ARRAY_SIZE(configs) + 4)
+		return test_shared_inserts();
 	return test_basics();
 }
 
@@ -1754,7 +2070,9 @@ int main(int argc, char **argv)
 	test_seed = seed;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("btree_test seed %llu, %ld ops\n", seed, ops);
-	for (i = 0; i < ARRAY_SIZE(configs) + 5; i++) {
+	for (i = 0; i < ARRAY_SIZE(configs) + 6; i++) {
+		if (argc > 3 && !strcmp(argv[3], "shared") && i != ARRAY_SIZE(configs) + 4)
+			continue;
 		rng_state = seed * 1000003 + i;
 		seq_state = ~rng_state;
 		mem_live = 0;
