@@ -77,25 +77,28 @@ static void bch_alloc_relax(struct bch_cache_set *set, u64 i)
 
 /*
  * The same for the walks of a GC pass, which also hold the btree lock
- * for read so that no insert counts meanwhile: an insert waiting for it
- * goes in between, so that inserts wait for a few thousand buckets and
- * not for the whole array. What the walk does is per bucket and an
- * insert keeps both a bucket's counts (bch_gc_inserted()), so a bucket
- * is right whether the walk has been by it or not.
+ * for read and the insert gate so that no insert counts meanwhile: an
+ * insert waiting for either goes in between, so that inserts wait for a
+ * few thousand buckets and not for the whole array. What the walk does
+ * is per bucket and an insert keeps both a bucket's counts
+ * (bch_gc_inserted()), so a bucket is right whether the walk has been by
+ * it or not.
  */
 static void bch_alloc_relax_index(struct bch_cache_set *set, u64 i)
 {
 	lockdep_assert_held_read(&set->btree_lock);
+	lockdep_assert_held_write(&set->insert_gate);
 	if (i % BCH_BUCKETS_PER_LOCK)
 		return;
-	if (!rwsem_is_contended(&set->btree_lock)) {
+	if (!rwsem_is_contended(&set->btree_lock) &&
+	    !rwsem_is_contended(&set->insert_gate)) {
 		cond_resched_lock(&set->alloc_lock);
 		return;
 	}
 	spin_unlock(&set->alloc_lock);
-	up_read(&set->btree_lock);
+	bch_index_unlock_gated(set);
 	cond_resched();
-	down_read(&set->btree_lock);
+	bch_index_read_gated(set);
 	spin_lock(&set->alloc_lock);
 }
 
@@ -271,15 +274,18 @@ out:
 /*
  * The fill that allocated at @ptr has inserted @inserted sectors or given
  * up. Live sectors are counted here, under the btree lock like GC's count,
- * so a GC pass never misses a fill that was in flight.
+ * so a GC pass never misses a fill that was in flight; and under the
+ * allocator's, as shared inserts into the same bucket count side by side.
  */
 void bch_alloc_done(struct bch_cache_set *set, u64 ptr, u32 inserted)
 {
 	struct bch_bucket *b = &set->buckets[ptr / set->bucket_size];
 
 	lockdep_assert_held(&set->btree_lock);
+	spin_lock(&set->alloc_lock);
 	b->sectors += inserted;
 	atomic_dec(&b->pending);
+	spin_unlock(&set->alloc_lock);
 }
 
 /*

@@ -124,21 +124,23 @@ u64 get_random_u64(void);
 #define WRITE_ONCE(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
 /* Locks and counters shared inserts use, on pthreads (the tests' threads). */
-typedef pthread_rwlock_t rwlock_t;
+#define rwlock_t		pthread_rwlock_t
 #define rwlock_init(l)		pthread_rwlock_init((l), NULL)
 #define read_lock(l)		pthread_rwlock_rdlock(l)
 #define read_unlock(l)		pthread_rwlock_unlock(l)
 #define write_lock(l)		pthread_rwlock_wrlock(l)
 #define write_unlock(l)		pthread_rwlock_unlock(l)
 
-typedef pthread_mutex_t spinlock_t;
+#define spinlock_t		pthread_mutex_t
 #define spin_lock_init(l)	pthread_mutex_init((l), NULL)
 #define spin_lock(l)		pthread_mutex_lock(l)
 #define spin_unlock(l)		pthread_mutex_unlock(l)
 
-typedef struct {
+struct bch_atomic64 {
 	s64 counter;
-} atomic64_t;
+};
+
+#define atomic64_t		struct bch_atomic64
 
 static inline s64 atomic64_inc_return(atomic64_t *v)
 {

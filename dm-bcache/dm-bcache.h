@@ -160,8 +160,19 @@ struct bch_cache_set {
 	bool			btree_drain;
 	bool			cp_window;	/* a checkpoint is writing the index */
 
-	/* The index: readers under read, inserts/GC/flush under write. */
+	/*
+	 * The index: lookups under read, and inserts a leaf can take as it
+	 * is (bch_index_update()); the rest of the changes under write.
+	 */
 	struct rw_semaphore	btree_lock;
+	/*
+	 * Taken for read by those inserts, within btree_lock's read hold;
+	 * for write, under the same, by the walks that count what inserts
+	 * change or must not miss one (GC steps and bucket walks, the
+	 * writeback's collection), which lookups may share.
+	 */
+	struct rw_semaphore	insert_gate;
+	atomic64_t		inserts_shared;	/* by that way, ever */
 	struct bch_btree	btree;
 	int			node_cache_mb;	/* the budget max_leaves is of */
 	/* Buckets to read nodes into with the lock let go; made on first use. */
@@ -352,8 +363,21 @@ void bch_alloc_persist_fill(struct bch_cache_set *set, struct bch_bucket_disk *d
 void bch_alloc_persist_done(struct bch_cache_set *set, bool ok);
 
 /* index.c */
+/* A key to index, and what its caller does under the same lock. */
+struct bch_index_op {
+	struct bch_bkey	k;
+	/* Whether to insert (0), or why not; changes to k's range wait. */
+	int (*check)(struct bch_index_op *op);
+	/* After, with the result (the check's or the insert's): journal, count. */
+	void (*done)(struct bch_index_op *op, int r);
+};
+
 int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost);
 int bch_index_insert(struct bch_cache_set *set, const struct bch_bkey *k);
+int bch_index_update(struct bch_cache_set *set, struct bch_index_op *op);
+void bch_index_downgrade(struct bch_cache_set *set);
+void bch_index_read_gated(struct bch_cache_set *set);
+void bch_index_unlock_gated(struct bch_cache_set *set);
 int bch_index_lookup(struct bch_cache_set *set, u32 inode, u64 start, u64 end,
 		     struct bch_bkey *out);
 void bch_index_trim(struct bch_cache_set *set);

@@ -38,7 +38,9 @@ static struct bch_bucket *bch_gc_bucket(struct bch_cache_set *set,
 
 /*
  * Count @sectors of live key @k, dirty or not. Btree lock held for write,
- * or for read by the pass: no insert or cleaning counts meanwhile.
+ * or for read with shared inserts kept out by the pass, or by such an
+ * insert with alloc_lock held: no other insert or cleaning counts
+ * meanwhile.
  */
 static void bch_gc_count(struct bch_cache_set *set, const struct bch_bkey *k,
 			 u32 sectors)
@@ -82,9 +84,13 @@ static void bch_gc_mark_initial(struct bch_btree *btree, const struct bch_bkey *
 /* A key inserted where the pass under way has been: count it for the pass. */
 void bch_gc_inserted(struct bch_cache_set *set, const struct bch_bkey *k)
 {
-	lockdep_assert_held_write(&set->btree_lock);
-	if (set->gc_running && !(k->flags & BCH_KEY_HOLE))
-		bch_gc_count(set, k, bch_btree_gc_passed(&set->btree, k));
+	lockdep_assert_held(&set->btree_lock);
+	if (!set->gc_running || (k->flags & BCH_KEY_HOLE))
+		return;
+	/* Shared inserts count side by side. */
+	spin_lock(&set->alloc_lock);
+	bch_gc_count(set, k, bch_btree_gc_passed(&set->btree, k));
+	spin_unlock(&set->alloc_lock);
 }
 
 /*
@@ -129,24 +135,25 @@ int bch_gc_pass(struct bch_cache_set *set)
 	 * A walk over every bucket: lookups go on meanwhile, and inserts in
 	 * between its chunks, ahead of the pass, which has not begun.
 	 */
-	downgrade_write(&set->btree_lock);
+	bch_index_downgrade(set);
 	bch_btree_gc_start(&set->btree);
 	bch_alloc_gc_start(set);
 	if (bch_fault_wait_ms(BCH_WAIT_GC_PAUSE)) {
-		up_read(&set->btree_lock);
+		bch_index_unlock_gated(set);
 		msleep(bch_fault_wait_ms(BCH_WAIT_GC_PAUSE));
-		down_read(&set->btree_lock);
+		bch_index_read_gated(set);
 	}
 	slot = bch_index_buf_get(set);
 	for (;;) {
 		/*
 		 * A leaf in memory with nothing to compact is only counted,
 		 * and one with garbage is merged aside, under the lock held
-		 * for read: lookups go on meanwhile. The rest needs it for
-		 * write: swapping the merge in, or the whole step.
+		 * for read: lookups go on meanwhile, shared inserts wait for
+		 * the leaf's count. The rest needs it for write: swapping the
+		 * merge in, or the whole step.
 		 */
 		r = bch_btree_gc_step_shared(&set->btree, bch_gc_mark, set);
-		up_read(&set->btree_lock);
+		bch_index_unlock_gated(set);
 		down_write(&set->btree_lock);
 		if (r == -EAGAIN)
 			r = bch_btree_gc_step(&set->btree, bch_gc_mark, set);
@@ -155,7 +162,7 @@ int bch_gc_pass(struct bch_cache_set *set)
 		if (r <= 0)
 			break;
 		bch_index_yield_gc(set, slot);
-		downgrade_write(&set->btree_lock);
+		bch_index_downgrade(set);
 	}
 	bch_index_buf_put(set, slot);
 	if (r) {

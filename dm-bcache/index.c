@@ -36,6 +36,12 @@ module_param(read_unlocked, bool, 0644);
 MODULE_PARM_DESC(read_unlocked,
 		 "Read index nodes with the index unlocked (N: under its lock)");
 
+/* N: every insert takes the btree lock for write, as before (to compare). */
+static bool shared_inserts = true;
+module_param(shared_inserts, bool, 0644);
+MODULE_PARM_DESC(shared_inserts,
+		 "Insert into a leaf that has room with the index shared (N: exclusive)");
+
 /* Changed leaves past the budget before a checkpoint is asked for. */
 #define BCH_DIRTY_LEAVES_SLACK	64
 
@@ -295,6 +301,7 @@ int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost)
 	int r;
 
 	init_rwsem(&set->btree_lock);
+	init_rwsem(&set->insert_gate);
 	mutex_init(&set->checkpoint_lock);
 	init_waitqueue_head(&set->cp_held_wait);
 	bch_index_setup(set);
@@ -358,7 +365,8 @@ int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost)
 
 /*
  * An insert of the IO path, the writeback worker or a fill; btree lock
- * held for write. -EAGAIN from map(): a leaf must be read first.
+ * held for write (bch_index_update() inserts shared when it can).
+ * -EAGAIN from map(): a leaf must be read first.
  */
 int bch_index_insert(struct bch_cache_set *set, const struct bch_bkey *k)
 {
@@ -375,6 +383,95 @@ int bch_index_insert(struct bch_cache_set *set, const struct bch_bkey *k)
 	if (b->leaves - b->nclean > b->max_leaves + BCH_DIRTY_LEAVES_SLACK)
 		queue_work(set->wq, &set->gc_work);
 	return r;
+}
+
+/*
+ * @op's insert with the btree lock held for read and the gate shared:
+ * false if the leaf cannot take the key as it is (not resident, full,
+ * being written, or the key spans leaves), or the index may not change
+ * (a checkpoint holds the journal). The leaf's lock orders the check,
+ * the insert and what done() journals with every other change to the
+ * range and with the lookups of it, as the write lock does.
+ */
+static bool bch_index_update_shared(struct bch_cache_set *set,
+				    struct bch_index_op *op, int *r)
+{
+	struct bch_btree *b = &set->btree;
+	struct bch_node *n = NULL;
+
+	if (!READ_ONCE(shared_inserts))
+		return false;
+	down_read(&set->btree_lock);
+	/* Set under the write lock; cleared only once the journal is free. */
+	if (!READ_ONCE(set->cp_held)) {
+		down_read(&set->insert_gate);
+		n = bch_btree_leaf_lock(b, &op->k);
+		if (n) {
+			*r = op->check(op);
+			if (!*r && bch_fault(BCH_FAULT_INSERT))
+				*r = -ENOMEM;
+			if (!*r) {
+				bch_btree_leaf_insert(b, n, &op->k);
+				bch_gc_inserted(set, &op->k);
+			}
+			op->done(op, *r);
+			bch_btree_leaf_unlock(n);
+		}
+		up_read(&set->insert_gate);
+	}
+	up_read(&set->btree_lock);
+	if (!n)
+		return false;
+	atomic64_inc(&set->inserts_shared);
+	/* It may have made a clean leaf dirty: bound them, as below. */
+	if (bch_btree_dirty_leaves(b) > b->max_leaves + BCH_DIRTY_LEAVES_SLACK)
+		queue_work(set->wq, &set->gc_work);
+	return true;
+}
+
+/*
+ * Index @op->k if @op->check() says so, then call @op->done(), with the
+ * range's changes ordered: shared if the leaf can take the key as it is,
+ * else with the btree lock held for write (which may wait for a
+ * checkpoint). Returns the result done() was given.
+ */
+int bch_index_update(struct bch_cache_set *set, struct bch_index_op *op)
+{
+	int r;
+
+	if (bch_index_update_shared(set, op, &r))
+		return r;
+	bch_index_lock(set);
+	r = op->check(op);
+	if (!r)
+		r = bch_index_insert(set, &op->k);
+	op->done(op, r);
+	up_write(&set->btree_lock);
+	return r;
+}
+
+/*
+ * Trade the write lock for a shared hold that keeps shared inserts out,
+ * for walks that count what inserts change; lookups go on. The gate is
+ * taken first, so no insert comes in between.
+ */
+void bch_index_downgrade(struct bch_cache_set *set)
+{
+	down_write(&set->insert_gate);
+	downgrade_write(&set->btree_lock);
+}
+
+/* The same hold, from nothing. */
+void bch_index_read_gated(struct bch_cache_set *set)
+{
+	down_read(&set->btree_lock);
+	down_write(&set->insert_gate);
+}
+
+void bch_index_unlock_gated(struct bch_cache_set *set)
+{
+	up_write(&set->insert_gate);
+	up_read(&set->btree_lock);
 }
 
 /*
@@ -690,8 +787,9 @@ int bch_checkpoint(struct bch_cache_set *set, bool gc)
 	 * A walk over every bucket: lookups go on, and changes in between
 	 * its chunks unless the checkpoint holds the journal.
 	 */
-	downgrade_write(&set->btree_lock);
+	bch_index_downgrade(set);
 	bch_alloc_gc_apply(set, !r);
+	up_write(&set->insert_gate);
 	if (!held)
 		up_read(&set->btree_lock);
 	bch_alloc_checkpoint_end(set, !r);

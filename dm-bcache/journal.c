@@ -435,7 +435,8 @@ static void bch_journal_done_work(struct work_struct *work)
 
 /*
  * Journal @k, just inserted into the index (the btree lock is held for
- * write, so entries follow insert order). @waiter, if any, is a bio that
+ * write, or for read with the leaf's lock: either way entries of keys
+ * that overlap follow their insert order). @waiter, if any, is a bio that
  * must not be issued before @k is durable: it is parked and sent on
  * from here.
  */
@@ -446,7 +447,7 @@ void bch_journal_add(struct bch_cache_set *set, const struct bch_bkey *k,
 	bool now = waiter;
 	struct bch_jbuf *jb;
 
-	lockdep_assert_held_write(&set->btree_lock);
+	lockdep_assert_held(&set->btree_lock);
 	spin_lock(&j->lock);
 	if (!j->overflow && j->cur->nkeys == j->max_keys) {
 		/* Full: seal it for the worker, or give up on the journal. */

@@ -145,47 +145,70 @@ static void bch_fill_free(struct bch_fill *f)
 	kfree(f);
 }
 
-/*
- * Index [sector, sector + sectors) at @ptr if no write raced with the
- * data: called with the btree lock held for write.
- */
-static int bch_index(struct bch_fill *f, u64 sector, u32 sectors, u64 ptr,
-		     u8 gen)
-{
-	struct bch_target *bt = f->bt;
-	struct bch_cache_set *set = bt->set;
-	struct bch_bkey k = {
-		.inode	= f->inode,
-		.size	= sectors,
-		.end	= sector + sectors,
-		.ptr	= ptr,
-		.gen	= gen,
-	};
-	int r;
+/* A piece of a fill to index (bch_index_update()). */
+struct bch_fill_op {
+	struct bch_index_op	op;
+	struct bch_fill		*f;
+};
 
-	lockdep_assert_held_write(&set->btree_lock);
+/* Index the piece if no write raced with the data. */
+static int bch_fill_check(struct bch_index_op *op)
+{
+	struct bch_fill *f = container_of(op, struct bch_fill_op, op)->f;
+	struct bch_target *bt = f->bt;
+
 	/* The snapshot's own range: a piece's would sum other regions. */
 	if (f->inode == BCH_INODE_NONE ||
-	    f->inode != bch_slot_inode(set, bt->slot) ||
+	    f->inode != bch_slot_inode(bt->set, bt->slot) ||
 	    !bch_track_unchanged(bch_track_of(bt), f->sector, f->snap_sectors,
 				 f->snap))
 		return -EAGAIN;
-	r = bch_index_insert(set, &k);
-	if (!r)
-		bch_journal_add(set, &k, NULL);
-	return r;
+	return 0;
 }
 
-static void bch_index_done(struct bch_fill *f, u64 ptr, u32 sectors, int r)
+static void bch_fill_done(struct bch_index_op *op, int r)
 {
+	struct bch_fill *f = container_of(op, struct bch_fill_op, op)->f;
 	struct bch_target *bt = f->bt;
 
-	bch_alloc_done(bt->set, ptr, r ? 0 : sectors);
+	if (!r)
+		bch_journal_add(bt->set, &op->k, NULL);
+	bch_alloc_done(bt->set, op->k.ptr, r ? 0 : op->k.size);
 	if (r)
 		return;
-	atomic64_add(sectors, &bt->stats.filled);
+	atomic64_add(op->k.size, &bt->stats.filled);
 	if (f->rewrite)
-		atomic64_add(sectors, &bt->stats.rewritten);
+		atomic64_add(op->k.size, &bt->stats.rewritten);
+}
+
+/* Index [sector, sector + sectors) at @ptr, @gen; or count it given up (@r). */
+static int bch_fill_index(struct bch_fill *f, u64 sector, u32 sectors, u64 ptr,
+			  u8 gen, int r)
+{
+	struct bch_fill_op fo = {
+		.op = {
+			.k = {
+				.inode	= f->inode,
+				.size	= sectors,
+				.end	= sector + sectors,
+				.ptr	= ptr,
+				.gen	= gen,
+			},
+			.check	= bch_fill_check,
+			.done	= bch_fill_done,
+		},
+		.f = f,
+	};
+	struct bch_cache_set *set = f->bt->set;
+
+	if (r) {
+		down_read(&set->btree_lock);
+		bch_alloc_done(set, ptr, 0);
+		up_read(&set->btree_lock);
+		return r;
+	}
+	bch_index_read_ahead(set, f->inode, sector, sector + sectors, false);
+	return bch_index_update(set, &fo.op);
 }
 
 /* Write the copied pages to the cache, piece by piece, and index them. */
@@ -200,12 +223,7 @@ static void bch_fill_work(struct work_struct *work)
 	int r;
 
 	if (f->written) {
-		bch_index_read_ahead(set, f->inode, f->sector,
-				     f->sector + f->sectors, false);
-		bch_index_lock(set);
-		r = bch_index(f, f->sector, f->sectors, f->ptr, f->gen);
-		bch_index_done(f, f->ptr, f->sectors, r);
-		up_write(&set->btree_lock);
+		bch_fill_index(f, f->sector, f->sectors, f->ptr, f->gen, 0);
 		goto out;
 	}
 
@@ -233,14 +251,7 @@ static void bch_fill_work(struct work_struct *work)
 			bch_cache_io_error(set, true);
 		}
 
-		if (!r)
-			bch_index_read_ahead(set, f->inode, f->sector + done,
-					     f->sector + done + got, false);
-		bch_index_lock(set);
-		if (!r)
-			r = bch_index(f, f->sector + done, got, ptr, gen);
-		bch_index_done(f, ptr, got, r);
-		up_write(&set->btree_lock);
+		r = bch_fill_index(f, f->sector + done, got, ptr, gen, r);
 		if (r)
 			break;
 		done += got;
@@ -602,6 +613,16 @@ static int bch_read_pieces(struct bch_target *bt, struct bio *bio,
 	return DM_MAPIO_SUBMITTED;
 }
 
+/* Whether [sector, +sectors) is no longer a hole (or is not resident). */
+static bool bch_miss_changed(struct bch_cache_set *set, u32 inode, u64 sector,
+			     u32 sectors)
+{
+	struct bch_bkey k;
+
+	return bch_btree_lookup(&set->btree, inode, sector, sector + sectors,
+				&k) || k.size != sectors;
+}
+
 static int bch_map_read(struct bch_target *bt, struct bio *bio,
 			struct bch_io *io)
 {
@@ -680,6 +701,13 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	    bch_fillable(bt, sector, k.size))
 		fill = bch_track_read(bch_track_of(bt), sector, k.size,
 				      &miss_snap);
+	/*
+	 * Shared inserts go on under the read lock: a dirty write indexed
+	 * after the lookup may have completed before the snapshot, and be
+	 * in neither. A lookup after the snapshot sees it.
+	 */
+	if (fill && bch_miss_changed(set, io->inode, sector, k.size))
+		fill = false;
 	up_read(&set->btree_lock);
 	if (gathered)
 		return bch_read_pieces(bt, bio, io, &clones, gathered,
@@ -1219,6 +1247,40 @@ static void bch_dirty_to_origin(struct bch_target *bt, struct bio *bio,
 	bch_write_resume(bio);
 }
 
+/* A dirty write to index (bch_index_update()). */
+struct bch_dirty_op {
+	struct bch_index_op	op;
+	struct bch_io		*io;
+};
+
+static int bch_dirty_check(struct bch_index_op *op)
+{
+	struct bch_io *io = container_of(op, struct bch_dirty_op, op)->io;
+
+	return io->inode == bch_slot_inode(io->bt->set, io->bt->slot) ? 0 : -EAGAIN;
+}
+
+static void bch_dirty_done(struct bch_index_op *op, int r)
+{
+	struct bch_io *io = container_of(op, struct bch_dirty_op, op)->io;
+	struct bio *bio = dm_bio_from_per_bio_data(io, sizeof(*io));
+	struct bch_target *bt = io->bt;
+	struct bch_cache_set *set = bt->set;
+	u32 sectors = op->k.size;
+
+	if (r) {
+		bch_alloc_done(set, io->ptr, 0);
+		return;
+	}
+	bch_alloc_done_dirty(set, io->ptr, sectors);
+	atomic64_add(sectors, &set->slots[bt->slot].dirty);
+	atomic64_inc(&set->slots[bt->slot].dirty_inserts);
+	atomic64_add(sectors, &bt->stats.filled);
+	io->kind = BCH_IO_ACK;
+	/* Last: once the journal holds the bio, it may complete and be freed. */
+	bch_journal_add(set, &op->k, io->fua ? bio : NULL);
+}
+
 /*
  * A dirty write is on the cache: index it. The write is acknowledged now,
  * or with REQ_FUA once the key is durable; a flush waits for that too.
@@ -1230,33 +1292,28 @@ static void bch_dirty_index_work(struct work_struct *work)
 	struct bch_target *bt = io->bt;
 	struct bch_cache_set *set = bt->set;
 	u32 sectors = io->iter.bi_size >> SECTOR_SHIFT;
-	struct bch_bkey k = {
-		.inode	= io->inode,
-		.size	= sectors,
-		.end	= io->iter.bi_sector + sectors,
-		.ptr	= io->ptr,
-		.gen	= io->gen,
-		.flags	= BCH_KEY_DIRTY,
+	struct bch_dirty_op d = {
+		.op = {
+			.k = {
+				.inode	= io->inode,
+				.size	= sectors,
+				.end	= io->iter.bi_sector + sectors,
+				.ptr	= io->ptr,
+				.gen	= io->gen,
+				.flags	= BCH_KEY_DIRTY,
+			},
+			.check	= bch_dirty_check,
+			.done	= bch_dirty_done,
+		},
+		.io = io,
 	};
 	/* Once the journal holds the bio, it may complete and be freed. */
 	bool fua = io->fua;
-	int r = -EAGAIN;
+	int r;
 
-	bch_index_read_ahead(set, io->inode, bch_key_start(&k), k.end, false);
-	bch_index_lock(set);
-	if (io->inode == bch_slot_inode(set, bt->slot))
-		r = bch_index_insert(set, &k);
-	if (!r) {
-		bch_alloc_done_dirty(set, io->ptr, sectors);
-		atomic64_add(sectors, &set->slots[bt->slot].dirty);
-		atomic64_inc(&set->slots[bt->slot].dirty_inserts);
-		atomic64_add(sectors, &bt->stats.filled);
-		io->kind = BCH_IO_ACK;
-		bch_journal_add(set, &k, fua ? bio : NULL);
-	} else {
-		bch_alloc_done(set, io->ptr, 0);
-	}
-	up_write(&set->btree_lock);
+	bch_index_read_ahead(set, io->inode, bch_key_start(&d.op.k), d.op.k.end,
+			     false);
+	r = bch_index_update(set, &d.op);
 
 	if (r) {
 		if (r != -EAGAIN)

@@ -318,8 +318,9 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 		       READ_ONCE(set->btree.reads),
 		       READ_ONCE(set->btree.evictions),
 		       READ_ONCE(set->btree.reads_unlocked));
-		DMEMIT(" %llu %llu", READ_ONCE(set->btree.compactions),
-		       READ_ONCE(set->btree.merged_aside));
+		DMEMIT(" %llu %llu %lld", READ_ONCE(set->btree.compactions),
+		       READ_ONCE(set->btree.merged_aside),
+		       atomic64_read(&set->inserts_shared));
 		DMEMIT(" 8 sequential_cutoff %llu",
 		       READ_ONCE(bt->seq.cutoff) << SECTOR_SHIFT);
 		DMEMIT(" cache_priority_initial %u cache_priority_hit %u",

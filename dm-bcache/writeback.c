@@ -303,10 +303,10 @@ static bool bch_wb_clean_run(struct bch_target *bt, struct bch_wb_batch *b,
 /*
  * Take the next batch of dirty extents: first those that writes bound for
  * the origin wait for, then, unless @held_only, from the cursor on,
- * wrapping once. Under the btree read lock, so no hole can remove a key
- * between the lookup and the registration of its range, and no dirty key
- * can be indexed or counted meanwhile: a whole walk that found nothing
- * dirty zeroes the count, exactly. True if it did.
+ * wrapping once. Under the btree read lock with the insert gate, so no
+ * hole can remove a key between the lookup and the registration of its
+ * range, and no dirty key can be indexed or counted meanwhile: a whole
+ * walk that found nothing dirty zeroes the count, exactly. True if it did.
  */
 static bool bch_wb_collect(struct bch_target *bt, struct bch_wb_batch *b,
 			   bool held_only)
@@ -348,15 +348,15 @@ static bool bch_wb_collect(struct bch_target *bt, struct bch_wb_batch *b,
 							     wb->loads[i].start,
 							     wb->loads[i].end);
 		wb->nr_loads = 0;
-		downgrade_write(&set->btree_lock);
+		bch_index_downgrade(set);
 		if (b->load_error) {
-			up_read(&set->btree_lock);
+			bch_index_unlock_gated(set);
 			DMERR_LIMIT("%s: writeback cannot read the index: %d",
 				    set->name, b->load_error);
 			return false;
 		}
 	} else {
-		down_read(&set->btree_lock);
+		bch_index_read_gated(set);
 	}
 	/* A held range whose leaf is missing waits; the others go on. */
 	for (i = 0; i < nr_held; i++) {
@@ -380,7 +380,7 @@ static bool bch_wb_collect(struct bch_target *bt, struct bch_wb_batch *b,
 			clean = true;
 		}
 	}
-	up_read(&set->btree_lock);
+	bch_index_unlock_gated(set);
 	return clean;
 }
 

@@ -1754,7 +1754,13 @@ static u64 sh_rnd(struct sh_thread *t, u64 n)
 	return splitmix(&t->rng) % n;
 }
 
-#define SH_CHECK(t, c)	do { if (!(c) && !(t)->fail_line) (t)->fail_line = __LINE__; } while (0)
+static void sh_check(struct sh_thread *t, bool ok, int line)
+{
+	if (!ok && !t->fail_line)
+		t->fail_line = line;
+}
+
+#define SH_CHECK(t, c)	sh_check(t, !!(c), __LINE__)
 
 /* A random key in one of @t's blocks: live data, or a hole. */
 static void sh_key(struct sh_thread *t, struct bch_bkey *k)
@@ -1968,7 +1974,9 @@ static int test_shared_inserts(void)
 	pthread_rwlock_init(&SH.tree, &attr);
 	pthread_rwlock_init(&SH.gate, &attr);
 	pthread_mutex_init(&SH.excl, NULL);
-	SH.flushes = SH.gcs = SH.evictions = 0;
+	SH.flushes = 0;
+	SH.gcs = 0;
+	SH.evictions = 0;
 	T.alloc_ok = true;
 	CHECK(bch_btree_init(&T.b) == 0);
 	T.alloc_ok = false;
