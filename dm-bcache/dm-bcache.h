@@ -458,6 +458,7 @@ enum bch_fault_point {
 enum bch_fault_wait {
 	BCH_WAIT_GC_PAUSE,
 	BCH_WAIT_JOURNAL_HOLD,
+	BCH_WAIT_MISS_PAUSE,
 	BCH_WAITS,
 };
 

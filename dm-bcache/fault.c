@@ -40,6 +40,10 @@ module_param_named(journal_hold_ms, bch_fault_wait[BCH_WAIT_JOURNAL_HOLD],
 		   uint, 0644);
 MODULE_PARM_DESC(journal_hold_ms,
 		 "test only: keys no flush waits for stay unwritten this long (0: 20 ms)");
+module_param_named(miss_pause_ms, bch_fault_wait[BCH_WAIT_MISS_PAUSE],
+		   uint, 0644);
+MODULE_PARM_DESC(miss_pause_ms,
+		 "test only: a read miss waits this long between its lookup and its fill's snapshot");
 
 bool bch_fault(enum bch_fault_point point)
 {

@@ -28,6 +28,7 @@
  * one extent is served as pieces, from the cache and the origin at once.
  */
 #include <linux/bio.h>
+#include <linux/delay.h>
 #include <linux/slab.h>
 
 #include "dm-bcache.h"
@@ -690,6 +691,8 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	    ((k.flags & BCH_KEY_DIRTY) || mode != BCH_MODE_NONE))
 		gathered = bch_gather_hits(bt, bio, io->inode, &k,
 					   &clones);
+	if (!hit && bch_fault_wait_ms(BCH_WAIT_MISS_PAUSE))
+		msleep(bch_fault_wait_ms(BCH_WAIT_MISS_PAUSE));
 	/*
 	 * A miss's snapshot, under the same lock as the lookup: a write that
 	 * was indexed before it is in the lookup's answer, one that is not
