@@ -842,6 +842,13 @@ u64 bch_btree_dirty_leaves(struct bch_btree *b)
 	return b->leaves - READ_ONCE(b->nclean);
 }
 
+u64 bch_btree_evictable(struct bch_btree *b)
+{
+	u64 over = b->leaves > b->max_leaves ? b->leaves - b->max_leaves : 0;
+
+	return min_t(u64, over, READ_ONCE(b->nclean));
+}
+
 int bch_btree_lookup(struct bch_btree *b, u32 inode, u64 start, u64 end,
 		     struct bch_bkey *out)
 {

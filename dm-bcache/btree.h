@@ -232,8 +232,12 @@ struct bch_node *bch_btree_leaf_lock(struct bch_btree *b, const struct bch_bkey 
 void bch_btree_leaf_insert(struct bch_btree *b, struct bch_node *n,
 			   const struct bch_bkey *k);
 void bch_btree_leaf_unlock(struct bch_node *n);
-/* Leaves changed since they were last written (a shared hold will do). */
+/*
+ * Leaves changed since they were last written, and clean leaves an
+ * eviction would drop now (a shared hold will do for either).
+ */
 u64 bch_btree_dirty_leaves(struct bch_btree *b);
+u64 bch_btree_evictable(struct bch_btree *b);
 
 /*
  * The piece at @start: returns 1 and sets @out to the live key clipped to

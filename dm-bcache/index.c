@@ -42,7 +42,10 @@ module_param(shared_inserts, bool, 0644);
 MODULE_PARM_DESC(shared_inserts,
 		 "Insert into a leaf that has room with the index shared (N: exclusive)");
 
-/* Changed leaves past the budget before a checkpoint is asked for. */
+/*
+ * Changed leaves past the budget before a checkpoint is asked for; and
+ * clean ones before a shared insert trims them.
+ */
 #define BCH_DIRTY_LEAVES_SLACK	64
 
 /* The budget in leaves, if the parameter changed; btree lock held for write. */
@@ -397,6 +400,7 @@ static bool bch_index_update_shared(struct bch_cache_set *set,
 				    struct bch_index_op *op, int *r)
 {
 	struct bch_btree *b = &set->btree;
+	bool dirty = false, trim = false;
 	struct bch_node *n = NULL;
 
 	if (!READ_ONCE(shared_inserts))
@@ -416,17 +420,30 @@ static bool bch_index_update_shared(struct bch_cache_set *set,
 			}
 			op->done(op, *r);
 			bch_btree_leaf_unlock(n);
+			if (!*r)
+				atomic64_inc(&set->inserts_shared);
+			/* A clean leaf may be dirty now: bound them, as below. */
+			dirty = bch_btree_dirty_leaves(b) >
+				b->max_leaves + BCH_DIRTY_LEAVES_SLACK;
+			/*
+			 * Nor does it evict, as an exclusive insert does:
+			 * leaves read ahead for it may pile up. Trim now and
+			 * then, a batch at a time.
+			 */
+			trim = bch_btree_evictable(b) >= BCH_DIRTY_LEAVES_SLACK;
 		}
 		up_read(&set->insert_gate);
 	}
 	up_read(&set->btree_lock);
-	if (!n)
-		return false;
-	atomic64_inc(&set->inserts_shared);
-	/* It may have made a clean leaf dirty: bound them, as below. */
-	if (bch_btree_dirty_leaves(b) > b->max_leaves + BCH_DIRTY_LEAVES_SLACK)
+	if (dirty)
 		queue_work(set->wq, &set->gc_work);
-	return true;
+	if (trim) {
+		/* Only memory changes: no need to wait for a held journal. */
+		down_write(&set->btree_lock);
+		bch_index_trim(set);
+		up_write(&set->btree_lock);
+	}
+	return n;
 }
 
 /*
