@@ -376,7 +376,9 @@ fi
 awk '
 $1 == "SC" && $3 == 0 { g[$4] = $5; next }
 $1 == "SC" { v[$3, $4] = $5; if (!($3 in seen)) { seen[$3] = 1; sz[++n] = $3 } }
-$1 == "SL" { l[$3, $4] = $6 " / " $7; lc[$3, $4] = $8 ($9 == "" ? "" : "; " $10 "/" $9 " nolock") }
+$1 == "SL" { l[$3, $4] = $6 " / " $7; lc[$3, $4] = $8 ($9 == "" ? "" : "; " $10 "/" $9 " nolock")
+	lw[$3, $4] = (lw[$3, $4] == "" ? "" : lw[$3, $4] ", ") $6 " / " $7 }
+$1 == "SW" { w[$3, $4] = (w[$3, $4] == "" ? "" : w[$3, $4] ", ") $5 " (" $6 ")"; sw = 1 }
 function mem(s) { return (v[s, "mem_slab_kib"] + v[s, "mem_vmalloc_kib"]) / 1024 }
 function memcp(s) { return (v[s, "mem_cp_slab_kib"] + v[s, "mem_cp_vmalloc_kib"]) / 1024 }
 function gib(s) { return v[s, "filled_kib"] / 1048576 }
@@ -410,6 +412,16 @@ END {
 			l[s, "idle"], (l[s, "busy"] == "" ? "-" : l[s, "busy"]), l[s, "gc"], lc[s, "gc"],
 			l[s, "checkpoint"], lc[s, "checkpoint"],
 			l[s, "gc-locked"], lc[s, "gc-locked"]
+	}
+	if (sw) {
+		print "\nInserts: the same reads beside 4k random writes at QD8 over the filled set (writethrough: each write an index insert), with `shared_inserts=Y` (an insert into a leaf in memory with room locks that leaf only) and `=N` (every insert takes the whole index, the way before 2026-12-06), run in turn Y, N, Y, N in the same boot; both runs listed. Writes/s, and in brackets how many inserts went in shared.\n"
+		print "| cache GiB | read p99.9 / max us beside writes, shared | writes/s (shared) | read p99.9 / max us beside writes, exclusive | writes/s (shared) |"
+		print "|---|---|---|---|---|"
+		for (i = 1; i <= n; i++) {
+			s = sz[i]
+			printf "| %s | %s | %s | %s | %s |\n", s, lw[s, "writes"], w[s, "writes"],
+				lw[s, "writes-exclusive"], w[s, "writes-exclusive"]
+		}
 	}
 	if (n < 2) exit
 	printf "\nGrowth per GiB cached (from %s to %s GiB), and extrapolated to 2 TiB cached as 4 KiB extents: ", sz[1], sz[n]

@@ -18,11 +18,16 @@
 #              messages again with read_unlocked=N (nodes read under the
 #              index lock: what that parameter saves, when leaves are
 #              evicted)
+#   inserts    the same reads beside 4k random writes at QD8 (each one an
+#              index insert), with shared_inserts=Y and =N: what inserts
+#              made with the index shared save the reads, and the writes'
+#              rate
 # Result lines:
 #   SC case size_gib key value       (keys: see report.sh)
 #   SL case size_gib mode reads p999_us max_us checkpoints compactions nolock
 #      (index nodes compacted during the run, and of them those compacted
 #      while lookups went on)
+#   SW case size_gib mode writes_per_s inserts_shared   (the inserts runs)
 
 SCALE_GB=$(bparam scale_gb 1,4 | tr ',' ' ')
 SCALE_LAT_RT=$(bparam scale_lat_rt 10)
@@ -40,17 +45,40 @@ timed() {
 	echo "$(since "$t")"
 }
 
+# Writes through the target so far, and inserts made shared.
+scale_writes() {
+	echo "$(($(dmb_stat dmb write_hits) + $(dmb_stat dmb write_misses)))"
+}
+
 # scale_lat CASE GIB MODE FILL_MB: read latencies of a 90/10 QD1 run,
 # beside MODE (idle, gc, checkpoint, gc-locked) messages back to back,
 # or beside a shell spinning on the CPU (busy): what a busy vCPU alone
-# costs in this guest, the floor for the messages' runs.
+# costs in this guest, the floor for the messages' runs; or beside 4k
+# random writes at QD8 (writes, writes-exclusive: shared_inserts=N).
 scale_lat() {
 	local c=$1 s=$2 mode=$3 mb=$4 msg=${3%-locked} cp0 cp1 k0 k1 u0 u1 pid=
+	local w0 i0 wjob=
 	rm -f "$B/tmp/lat_"* "$B/tmp/bg.stop"
 	cp0=$(dmb_stat dmb checkpoints)
 	k0=$(dmb_stat dmb node_compactions)
 	u0=$(dmb_stat dmb compacted_nolock)
-	if [ "$mode" = busy ]; then
+	w0=$(scale_writes)
+	i0=$(dmb_stat dmb inserts_shared)
+	case $mode in
+	writes*)
+		wjob="--name=w --rw=randwrite --ioengine=libaio --iodepth=8 --bs=4k
+			--direct=1 --norandommap --randrepeat=0 --offset=0 --size=${mb}M
+			--time_based --runtime=$SCALE_LAT_RT"
+		if [ "$mode" = writes ]; then
+			echo Y >/sys/module/dm_bcache/parameters/shared_inserts
+		else
+			echo N >/sys/module/dm_bcache/parameters/shared_inserts
+		fi
+		;;
+	esac
+	if [ -n "$wjob" ]; then
+		:
+	elif [ "$mode" = busy ]; then
 		(while [ ! -e "$B/tmp/bg.stop" ]; do :; done) &
 		pid=$!
 	elif [ "$mode" != idle ]; then
@@ -60,9 +88,15 @@ scale_lat() {
 	fio --name=lat --filename=/dev/mapper/dmb --ioengine=psync --rw=randrw --rwmixread=90 \
 		--bs=4k --direct=1 --norandommap --randrepeat=0 --offset=0 --size=${mb}M \
 		--time_based --runtime="$SCALE_LAT_RT" --write_lat_log="$B/tmp/lat" --log_avg_msec=0 \
-		--eta=never --output=/dev/null 2>"$B/tmp/lat.err" || err "$c dm-bcache scale ${s}G latency $mode: fio failed"
+		${wjob:+$wjob} --eta=never --output=/dev/null 2>"$B/tmp/lat.err" ||
+		err "$c dm-bcache scale ${s}G latency $mode: fio failed"
 	touch "$B/tmp/bg.stop"
 	[ -n "$pid" ] && wait "$pid"
+	if [ -n "$wjob" ]; then
+		echo Y >/sys/module/dm_bcache/parameters/shared_inserts
+		out "SW $c $s $mode $((($(scale_writes) - w0) / SCALE_LAT_RT))" \
+			"$(($(dmb_stat dmb inserts_shared) - i0))"
+	fi
 	cp1=$(dmb_stat dmb checkpoints)
 	k1=$(dmb_stat dmb node_compactions)
 	u1=$(dmb_stat dmb compacted_nolock)
@@ -134,6 +168,10 @@ scale_one() {
 	echo N >/sys/module/dm_bcache/parameters/read_unlocked
 	scale_lat "$c" "$s" gc-locked "$mb"
 	echo Y >/sys/module/dm_bcache/parameters/read_unlocked
+	# side by side, twice each, in turn: the host's drift hits both
+	for f in writes writes-exclusive writes writes-exclusive; do
+		scale_lat "$c" "$s" $f "$mb"
+	done
 	# the open of a filled cache: the root and what the journal replays
 	dmsetup remove dmb
 	i=0
