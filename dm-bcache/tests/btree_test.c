@@ -1731,6 +1731,15 @@ static int test_sets_change(void)
 #define SH_THREADS	4
 #define SH_BLOCK	64	/* sectors a thread owns in a row */
 #define SH_OPS		4000
+/*
+ * The workers go on past SH_OPS until the main thread has done this much
+ * beside them (node writes, GC passes, evictions), so that every seed
+ * races each against shared inserts; up to SH_OPS_MAX.
+ */
+#define SH_MIN_WRITES	16
+#define SH_MIN_GCS	2
+#define SH_MIN_EVICTIONS 4
+#define SH_OPS_MAX	(50 * SH_OPS)
 
 struct sh_thread {
 	pthread_t	tid;
@@ -1746,7 +1755,8 @@ static struct {
 	pthread_rwlock_t gate;		/* shared inserts against walks */
 	pthread_mutex_t	excl;		/* exclusive, and a downgrade's hold */
 	int		running;
-	long		flushes, gcs, evictions;
+	bool		enough;		/* the minimums above were reached */
+	long		flushes, writes, gcs, evictions;
 } SH;
 
 static u64 sh_rnd(struct sh_thread *t, u64 n)
@@ -1830,7 +1840,9 @@ static void *sh_worker(void *arg)
 	long op;
 	int r;
 
-	for (op = 0; op < SH_OPS && !t->fail_line; op++) {
+	for (op = 0; op < SH_OPS_MAX && !t->fail_line; op++) {
+		if (op >= SH_OPS && __atomic_load_n(&SH.enough, __ATOMIC_SEQ_CST))
+			break;
 		sh_key(t, &k);
 		pthread_rwlock_rdlock(&SH.tree);
 		pthread_rwlock_rdlock(&SH.gate);
@@ -1885,6 +1897,7 @@ static void sh_gc_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_node
 /* A flush in steps, each written with exclusive access traded for shared. */
 static int sh_flush(void)
 {
+	u64 writes;
 	int r, w;
 
 	pthread_mutex_lock(&SH.excl);
@@ -1900,12 +1913,14 @@ static int sh_flush(void)
 		if (r >= 0) {
 			/* SH.excl still held: only shared inserts and lookups come in */
 			pthread_rwlock_rdlock(&SH.tree);
+			writes = T.writes;	/* only this thread writes */
 			T.io_ok = true;
 			w = bch_btree_flush_write(&T.b);
 			T.io_ok = false;
 			pthread_rwlock_unlock(&SH.tree);
 			if (w)
 				r = w;
+			SH.writes += T.writes - writes;
 		}
 		T.in_step = false;
 		pthread_mutex_unlock(&SH.excl);
@@ -1966,6 +1981,7 @@ static int test_shared_inserts(void)
 	pthread_rwlockattr_t attr;
 	long shared = 0, exclusive = 0, lookups = 0;
 	unsigned int i;
+	int r;
 
 	setup("shared-inserts", &shared_cfg);
 	pthread_rwlockattr_init(&attr);
@@ -1975,6 +1991,8 @@ static int test_shared_inserts(void)
 	pthread_rwlock_init(&SH.gate, &attr);
 	pthread_mutex_init(&SH.excl, NULL);
 	SH.flushes = 0;
+	SH.writes = 0;
+	SH.enough = false;
 	SH.gcs = 0;
 	SH.evictions = 0;
 	T.alloc_ok = true;
@@ -1994,20 +2012,43 @@ static int test_shared_inserts(void)
 		pthread_mutex_lock(&SH.excl);
 		what = rnd(4);
 		pthread_mutex_unlock(&SH.excl);
+		/* What is still short of its minimum, the slow pass last. */
+		if (SH.writes >= SH_MIN_WRITES && SH.evictions < SH_MIN_EVICTIONS)
+			what = 1;
+		else if (SH.writes >= SH_MIN_WRITES && SH.gcs < SH_MIN_GCS)
+			what = 0;
 		switch (what) {
 		case 0:
 			CHECK(sh_gc() == 0);
 			break;
 		case 1:
+			/*
+			 * Shared inserts dirty every leaf again at once: flush
+			 * all with them held off, so there are leaves to evict
+			 * and they read them back.
+			 */
 			pthread_mutex_lock(&SH.excl);
 			pthread_rwlock_wrlock(&SH.tree);
+			T.io_ok = true;
+			T.alloc_ok = true;
+			r = bch_btree_flush(&T.b);
+			T.io_ok = false;
+			T.alloc_ok = false;
+			if (r)
+				frees_release(false);
+			else
+				flush_done(0);
 			SH.evictions += bch_btree_evict(&T.b, rnd(8));
 			pthread_rwlock_unlock(&SH.tree);
 			pthread_mutex_unlock(&SH.excl);
+			CHECK(r == 0);
 			break;
 		default:
 			CHECK(sh_flush() == 0);
 		}
+		if (SH.writes >= SH_MIN_WRITES && SH.gcs >= SH_MIN_GCS &&
+		    SH.evictions >= SH_MIN_EVICTIONS)
+			__atomic_store_n(&SH.enough, true, __ATOMIC_SEQ_CST);
 	}
 	for (i = 0; i < SH_THREADS; i++) {
 		pthread_join(th[i].tid, NULL);
@@ -2025,12 +2066,14 @@ static int test_shared_inserts(void)
 	CHECK(reload(false));
 	CHECK(compare_all());
 	CHECK(T.bad_calls == 0);
-	printf("  %-14s %ld shared, %ld exclusive inserts, %ld lookups; %ld flushes, %ld gc passes, %ld evictions; %llu splits, %llu compactions, %llu merged shared\n",
-	       shared_cfg.name, shared, exclusive, lookups, SH.flushes, SH.gcs, SH.evictions,
+	printf("  %-14s %ld shared, %ld exclusive inserts, %ld lookups; %ld flushes (%ld node writes), %ld gc passes, %ld evictions; %llu splits, %llu compactions, %llu merged shared\n",
+	       shared_cfg.name, shared, exclusive, lookups, SH.flushes, SH.writes,
+	       SH.gcs, SH.evictions,
 	       T.splits + T.b.splits, T.compactions + T.b.compactions,
 	       T.merged_aside + T.b.merged_aside);
-	/* Both ways were taken. */
+	/* Both ways were taken, and the walks ran beside them. */
 	CHECK(shared > 0 && exclusive > 0);
+	CHECK(SH.enough);
 	return 1;
 }
 
