@@ -66,7 +66,7 @@ scale_lat() {
 	i0=$(dmb_stat dmb inserts_shared)
 	case $mode in
 	writes*)
-		wjob="--name=w --rw=randwrite --ioengine=libaio --iodepth=8 --bs=4k
+		wjob="--name=w --filename=/dev/mapper/dmb --rw=randwrite --ioengine=libaio --iodepth=8 --bs=4k
 			--direct=1 --norandommap --randrepeat=0 --offset=0 --size=${mb}M
 			--time_based --runtime=$SCALE_LAT_RT"
 		if [ "$mode" = writes ]; then
