@@ -28,12 +28,13 @@ check "create in writeback" dmb_create c "$cache" "$origin" origin_uuid $U \
 # Writeback batches back to back, beside the writes to the origin.
 check "writeback_percent 0" dmsetup message c 0 writeback_percent 0
 
-# The admin's hand meanwhile: every op in order, one at a time, until
-# the load is about to end (the final checks run without them).
+# The admin's hand meanwhile: every op in order, one at a time, for
+# SECONDS and at least one round of all eight (a slow kernel takes
+# longer); then the load ends (the final checks run without them).
 chaos() {
 	local end=$(($(date +%s) + $1)) i=0 op t rc
 	: >/tmp/chaos.log
-	while [ "$(date +%s)" -lt "$end" ]; do
+	while [ "$(date +%s)" -lt "$end" ] || [ $i -lt 8 ]; do
 		case $((i % 8)) in
 		0) op="cache_mode writethrough" ;;
 		1) op=gc ;;
@@ -69,13 +70,17 @@ chaos() {
 		echo "cache_mode writeback (last): exit $rc, -" >>/tmp/chaos.log
 		info "chaos: cache_mode writeback (last): exit $rc"
 	fi
+	touch /tmp/chaos.done
 }
 
+rm -f /tmp/chaos.done
 chaos 80 &
 cpid=$!
+# -T: the chaos is stuck past it (the next check fails).
 check "readers beside every kind of write, mode switches, gc, flush, reloads" \
-	dmb_overlap 240 -d /dev/mapper/c -s 64 -T 90 -t 3 -r 2 -S 12 \
-	-o "$origin" -F "dmsetup message c 0 flush"
+	dmb_overlap 390 -d /dev/mapper/c -s 64 -T 240 -E /tmp/chaos.done \
+	-t 3 -r 2 -S 12 -o "$origin" -F "dmsetup message c 0 flush"
+check "the load lasted as long as the chaos" test -e /tmp/chaos.done
 wait $cpid
 check "every mode switch, gc, flush and reload succeeded" \
 	sh -c '! grep -v "exit 0," /tmp/chaos.log'

@@ -114,6 +114,7 @@ static int no_discard;		/* discards failed: stop issuing them */
 static volatile int stop_writers, stop_readers;
 static struct timespec t0;
 static double deadline;		/* seconds after t0; 0: none */
+static const char *end_file;	/* -E: the writers stop once it exists */
 
 static uint64_t ops_issued;
 static uint64_t st_reads, st_read_blocks, st_skipped, st_mixed, st_torn_ok;
@@ -406,6 +407,10 @@ static int writers_go(void)
 		return 0;
 	if (deadline && now() >= deadline)
 		return 0;
+	if (end_file && access(end_file, F_OK) == 0) {
+		stop_writers = 1;
+		return 0;
+	}
 	return __atomic_fetch_add(&ops_issued, 1, __ATOMIC_RELAXED) < nops;
 }
 
@@ -764,7 +769,7 @@ int main(int argc, char **argv)
 	pthread_t wd;
 	struct stat sb;
 
-	while ((c = getopt(argc, argv, "d:o:F:s:n:T:t:r:S:IL:l:q:D:Z:m:R:v:X:Y:y:")) != -1) {
+	while ((c = getopt(argc, argv, "d:o:F:s:n:T:E:t:r:S:IL:l:q:D:Z:m:R:v:X:Y:y:")) != -1) {
 		switch (c) {
 		case 'd': dev = optarg; break;
 		case 'o': origin = optarg; break;
@@ -772,6 +777,7 @@ int main(int argc, char **argv)
 		case 's': size = strtoull(optarg, NULL, 0) << 20; break;
 		case 'n': nops = strtoull(optarg, NULL, 0); break;
 		case 'T': secs = atof(optarg); break;
+		case 'E': end_file = optarg; break;
 		case 't': writers = atoi(optarg); break;
 		case 'r': readers = atoi(optarg); break;
 		case 'S': seed = strtoull(optarg, NULL, 0); break;
@@ -914,6 +920,7 @@ int main(int argc, char **argv)
 usage:
 	fprintf(stderr,
 		"usage: dmb-overlap -d DEV -s MiB {-n WRITES | -T SECONDS} [options]\n"
+		"  -E FILE    end sooner, once FILE exists (a script's other load is done)\n"
 		"  -t N       writer threads (2)         -r N      reader threads (2)\n"
 		"  -S SEED    seed (1)                   -I        do not initialise the range\n"
 		"  -L K[:K]   large write KiB (1028:4096; over 1 MiB: to the origin)\n"
