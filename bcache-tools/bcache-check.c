@@ -176,7 +176,7 @@ static int open_cache(struct bch_cache *c, const char *path)
 	}
 	snprintf(why, sizeof(why), "%s", bch_strerror());
 	tmp = c->sb;
-	memset(&tmp.btree_root, 0, sizeof(tmp.btree_root));
+	bch_sb_clear_root(&tmp);
 	tmp.btree_level = 0;
 	tmp.csum = htole32(bch_sb_csum(&tmp));
 	if (le32toh(c->sb.csum) == bch_sb_csum(&c->sb) &&
@@ -245,7 +245,7 @@ static void check_sb(struct bch_cache *c)
 		note("superblock: reserved bytes are not zero (written by a newer version?)");
 	if (!c->clean)
 		info("superblock: not shut down cleanly: the next attach replays the journal over the index checkpoint");
-	if (le32toh(sb->btree_root.size))
+	if (bch_sb_has_root(sb))
 		S.index_present = true;
 }
 
@@ -491,14 +491,15 @@ static int check_journal(struct bch_cache *c)
 			     e.nkeys == 1 ? "" : "s",
 			     e.skipped ? ", at the start of the next bucket" : "");
 		for (i = 0; i < e.nkeys; i++) {
-			why = bch_jkey_invalid(sb, &e.keys[i]);
+			why = bch_jkey_invalid(sb, &e, i);
 			if (!why)
 				continue;
-			bch_bkey_unpack(&k, &e.keys[i]);
+			if (!bch_jentry_key(&e, i, &k))
+				memset(&k, 0, sizeof(k));
 			key_where(&k, where, sizeof(where));
 			problem(&k_journal, "journal entry seq %llu (ring sector %llu), key %u (%s): %s (cache sector %llu, %u sectors): the kernel drops the whole index",
 				(unsigned long long)e.seq, (unsigned long long)e.pos, i, where, why,
-				(unsigned long long)k.ptr, k.size);
+				(unsigned long long)bch_key_sector(&k), k.size);
 			S.index_bad = true;
 			S.kernel_drops = true;
 		}
@@ -521,7 +522,7 @@ static int check_journal(struct bch_cache *c)
 		     (unsigned long long)j.entries, j.entries == 1 ? "y" : "ies",
 		     (unsigned long long)first_seq, (unsigned long long)(j.seq - 1),
 		     (unsigned long long)le64toh(sb->journal_pos), (unsigned long long)j.keys,
-		     le32toh(sb->btree_root.size) ? "index checkpoint" : "empty index");
+		     bch_sb_has_root(sb) ? "index checkpoint" : "empty index");
 	if (j.entries || j.end_magic || j.damaged || S.verbose)
 		info("journal: ends where seq %llu would be: %s%s", (unsigned long long)j.seq,
 		     j.end_why,
@@ -690,14 +691,14 @@ static void bad_set(struct bch_cache *c, u64 bucket, unsigned int idx, unsigned 
 
 static void check_node(struct bch_cache *c, struct walk *w, const struct bch_bkey *k)
 {
-	u64 bucket = k->ptr / c->bucket_size;
+	u64 bucket = bch_key_sector(k) / c->bucket_size;
 
 	w->nodes++;
 	if (bch_index_mem_bucket(c, bucket))
 		return;		/* made by the replay: the kernel writes it later */
 	if (bucket < c->first_bucket) {
 		problem(&k_node, "index node at cache sector %llu is outside the data buckets",
-			(unsigned long long)k->ptr);
+			(unsigned long long)bch_key_sector(k));
 		S.index_bad = true;
 		return;
 	}
@@ -715,9 +716,9 @@ static void check_node(struct bch_cache *c, struct walk *w, const struct bch_bke
 		problem(&k_node, "bucket %llu holds two index nodes", (unsigned long long)bucket);
 		S.index_bad = true;
 	}
-	if (c->prio[bucket].gen != k->gen) {
+	if (c->prio[bucket].gen != bch_key_gen(k)) {
 		problem(&k_node, "index node in bucket %llu has gen %u, the bucket array says %u",
-			(unsigned long long)bucket, k->gen, c->prio[bucket].gen);
+			(unsigned long long)bucket, bch_key_gen(k), c->prio[bucket].gen);
 		S.index_bad = true;
 	}
 	/* The kernel's open would hand the bucket out: see BCH_BUCKET_STATE. */
@@ -731,7 +732,7 @@ static void check_node(struct bch_cache *c, struct walk *w, const struct bch_bke
 
 static void check_live(struct bch_cache *c, struct walk *w, const struct bch_bkey *k)
 {
-	u64 bucket = k->ptr / c->bucket_size;
+	u64 bucket = bch_key_sector(k) / c->bucket_size;
 	const struct bch_uuid_disk *u = &c->uuids[bch_inode_slot(k->inode)];
 	char where[96];
 
@@ -757,7 +758,7 @@ static void check_live(struct bch_cache *c, struct walk *w, const struct bch_bke
 		w->live = e;
 		w->live_size = n;
 	}
-	w->live[w->nlive++] = (struct extent){ k->ptr, k->size, k->inode, k->end };
+	w->live[w->nlive++] = (struct extent){ bch_key_sector(k), k->size, k->inode, k->end };
 }
 
 static void walk_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_node, void *arg)
@@ -1021,7 +1022,7 @@ static void check_index(struct bch_cache *c)
 	bch_format_size(w.live_total << BCH_SECTOR_SHIFT, sectors);
 	if (rp.entries)
 		snprintf(journal, sizeof(journal), "; %s + %llu journal key%s",
-			 le32toh(c->sb.btree_root.size) ? "checkpoint" : "no checkpoint",
+			 bch_sb_has_root(&c->sb) ? "checkpoint" : "no checkpoint",
 			 (unsigned long long)rp.keys, rp.keys == 1 ? "" : "s");
 	info("index: %u level%s, %llu node%s, %zu live keys (%s in %llu bucket%s), %llu dead keys%s%s%s%s",
 	     bch_btree_depth(&c->b), bch_btree_depth(&c->b) == 1 ? "" : "s",
@@ -1227,7 +1228,7 @@ static int do_repair(struct bch_cache *c)
 		sb.uuid_current = htole32(!ugood);
 		sb.uuid_csum_other = ugood_csum;
 		sb.uuid_csum = htole32(bch_csum(uuids, bch_uuid_bytes(c)));
-		memset(&sb.btree_root, 0, sizeof(sb.btree_root));
+		bch_sb_clear_root(&sb);
 		sb.btree_level = 0;
 		/*
 		 * The journal goes too: replay restarts where the next entry

@@ -148,10 +148,10 @@ static void dump_bad_set(struct bch_cache *c, u64 bucket, unsigned int idx, unsi
 }
 
 /* A journal key: the refusal as one word, or NULL. */
-static const char *jkey_refused(struct bch_cache *c, const struct bch_bkey_disk *k)
+static const char *jkey_refused(struct bch_cache *c, const struct bch_jentry *e, u32 idx)
 {
 	static char word[64];
-	const char *why = bch_jkey_invalid(&c->sb, k);
+	const char *why = bch_jkey_invalid(&c->sb, e, idx);
 	size_t i;
 
 	if (!why)
@@ -205,12 +205,13 @@ static int64_t print_journal(struct bch_cache *c, bool print, bool *bad)
 						    e.pos / c->bucket_size),
 			       (unsigned long long)(e.pos % c->bucket_size), e.sectors, e.nkeys);
 		for (i = 0; i < e.nkeys; i++) {
-			state = jkey_refused(c, &e.keys[i]);
+			state = jkey_refused(c, &e, i);
 			if (state)
 				*bad = true;
 			if (!print)
 				continue;
-			bch_bkey_unpack(&k, &e.keys[i]);
+			if (!bch_jentry_key(&e, i, &k))
+				memset(&k, 0, sizeof(k));
 			if (!state)
 				state = k.flags & BCH_KEY_HOLE ? "hole" :
 					bch_key_state_names[bch_key_state(c, &k)];
@@ -253,7 +254,7 @@ static bool walk_index(struct bch_cache *c, struct dump *d, struct bch_replay *r
 		printf("# index: not loaded: the journal cannot be read\n");
 		return false;
 	}
-	if (!le32toh(c->sb.btree_root.size) && !jkeys && !jdamage.damaged) {
+	if (!bch_sb_has_root(&c->sb) && !jkeys && !jdamage.damaged) {
 		printf("# index: none (nothing is cached)\n");
 		return false;
 	}
@@ -298,24 +299,24 @@ static void print_key(struct bch_cache *c, const char *kind, const struct bch_bk
 {
 	printf("%s %u/%u %llu %llu %llu+%llu %u ", kind, bch_inode_slot(k->inode),
 	       bch_inode_epoch(k->inode), (unsigned long long)bch_key_start(k),
-	       (unsigned long long)k->end, (unsigned long long)(k->ptr / c->bucket_size),
-	       (unsigned long long)(k->ptr % c->bucket_size), k->gen);
+	       (unsigned long long)k->end, (unsigned long long)(bch_key_sector(k) / c->bucket_size),
+	       (unsigned long long)(bch_key_sector(k) % c->bucket_size), bch_key_gen(k));
 	print_flags(k->flags);
 	printf(" %s\n", state);
 }
 
 static void print_btree(struct bch_cache *c, struct dump *d, const struct bch_replay *rp)
 {
-	const struct bch_bkey_disk *root = &c->sb.btree_root;
+	struct bch_bkey root;
 	/* the ancestors of the next node in the walk (its preorder), by max key */
 	struct bch_bkey up[32];
 	unsigned int depth = 0, top = bch_btree_depth(&c->b) - 1, level;
 	size_t i, j;
 
-	if (le32toh(root->size))
+	if (bch_sb_root(&c->sb, &root) && root.size)
 		printf("# index: checkpoint root bucket %llu gen %u level %u",
-		       (unsigned long long)(le64toh(root->ptr) / c->bucket_size), root->gen,
-		       le32toh(c->sb.btree_level));
+		       (unsigned long long)(bch_key_sector(&root) / c->bucket_size),
+		       bch_key_gen(&root), le32toh(c->sb.btree_level));
 	else
 		printf("# index: no checkpoint");
 	printf(", %llu journal key(s) replayed; %u level(s), %zu node(s), %zu key(s) (holes not listed)\n",
@@ -324,7 +325,7 @@ static void print_btree(struct bch_cache *c, struct dump *d, const struct bch_re
 	printf("# key SLOT/EPOCH START END BUCKET+OFFSET GEN FLAGS STATE\n");
 	for (i = 0; i < d->nnodes; i++) {
 		const struct dnode *n = &d->nodes[i];
-		u64 bucket = n->key.ptr / c->bucket_size;
+		u64 bucket = bch_key_sector(&n->key) / c->bucket_size;
 
 		level = top - depth;
 		if (level && depth < ARRAY_SIZE(up))
@@ -335,7 +336,8 @@ static void print_btree(struct bch_cache *c, struct dump *d, const struct bch_re
 		if (bch_index_mem_bucket(c, bucket))
 			printf("node %u - - ", level);
 		else
-			printf("node %u %llu %u ", level, (unsigned long long)bucket, n->key.gen);
+			printf("node %u %llu %u ", level, (unsigned long long)bucket,
+			       bch_key_gen(&n->key));
 		printf("%u/%u:%llu\n", bch_inode_slot(n->key.inode), bch_inode_epoch(n->key.inode),
 		       (unsigned long long)n->key.end);
 		if (n->nkeys)
@@ -423,8 +425,8 @@ static int print_buckets(struct bch_cache *c, const struct dump *d, bool have_in
 		return -1;
 	}
 	for (j = 0; have_index && j < d->nnodes; j++)
-		if (d->nodes[j].key.ptr / c->bucket_size < c->nbuckets)
-			node[d->nodes[j].key.ptr / c->bucket_size] = 1;
+		if (bch_key_sector(&d->nodes[j].key) / c->bucket_size < c->nbuckets)
+			node[bch_key_sector(&d->nodes[j].key) / c->bucket_size] = 1;
 	/* checkpoint nodes the replay split away: kept until the next checkpoint */
 	for (i = 0; have_index && c->node_level && i < c->nbuckets; i++)
 		if (c->node_level[i])
@@ -433,7 +435,7 @@ static int print_buckets(struct bch_cache *c, const struct dump *d, bool have_in
 		const struct bch_bkey *k = &d->keys[j];
 
 		if (bch_key_state(c, k) == BCH_KEY_LIVE) {
-			sectors[k->ptr / c->bucket_size] += k->size;
+			sectors[bch_key_sector(k) / c->bucket_size] += k->size;
 			live += k->size;
 			if (k->flags & BCH_KEY_DIRTY)
 				dirty += k->size;

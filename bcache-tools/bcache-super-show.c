@@ -70,16 +70,21 @@ static void print_sectors(const char *name, uint32_t sectors)
 
 static void print_root(const struct bch_sb_disk *sb)
 {
-	const struct bch_bkey_disk *k = &sb->btree_root;
-	uint64_t ptr = le64toh(k->ptr);
+	struct bch_bkey k;
+	uint64_t ptr;
 
-	if (!le32toh(k->size))
+	if (!bch_sb_root(sb, &k)) {
+		printf("btree.root\tinvalid\n");
+		return;
+	}
+	ptr = bch_ptr_sector(k.ptr[0]);
+	if (!k.size)
 		printf("btree.root\tnone\n");
 	else
 		printf("btree.root\tbucket %llu gen %u level %u (sector %llu, %u sectors)\n",
 		       (unsigned long long)(ptr / le32toh(sb->bucket_size)),
-		       k->gen, le32toh(sb->btree_level),
-		       (unsigned long long)ptr, le32toh(k->size));
+		       bch_ptr_gen(k.ptr[0]), le32toh(sb->btree_level),
+		       (unsigned long long)ptr, k.size);
 }
 
 static void print_sb(const struct bch_sb_disk *sb, uint64_t dev_sectors)

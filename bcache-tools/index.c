@@ -69,14 +69,14 @@ enum bch_key_state bch_key_state(const struct bch_cache *c, const struct bch_bke
 {
 	const struct bch_uuid_disk *u = &c->uuids[bch_inode_slot(k->inode)];
 	u32 flags = le32toh(u->flags), epoch = le32toh(u->epoch);
-	u64 bucket = k->ptr / c->bucket_size;
+	u64 bucket = bch_key_sector(k) / c->bucket_size;
 
 	if (bucket < c->first_bucket || bucket >= c->nbuckets ||
 	    bch_journal_bucket(&c->sb, bucket))
 		return BCH_KEY_DEAD_RANGE;
 	if (bch_inode_epoch(k->inode) > epoch)
 		return BCH_KEY_DEAD_FUTURE;
-	if (c->prio[bucket].gen != k->gen)
+	if (c->prio[bucket].gen != bch_key_gen(k))
 		return BCH_KEY_DEAD_STALE;
 	if (!(flags & BCH_UUID_VALID))
 		return BCH_KEY_DEAD_FREE;
@@ -91,9 +91,10 @@ const char *bch_index_key_invalid(struct bch_btree *b, const struct bch_bkey *k)
 {
 	const struct bch_cache *c = bch_cache_of(b);
 
-	return bch_leaf_key_invalid(k->size, k->end, k->ptr, k->flags, c->bucket_size,
-				    c->first_bucket, c->nbuckets, le64toh(c->sb.journal_first),
-				    le32toh(c->sb.journal_buckets));
+	struct bch_member_geom g;
+
+	bch_sb_geom(&c->sb, &g);
+	return bch_leaf_key_invalid(k, le32toh(c->sb.version), &g, 1);
 }
 
 /* The device. */
@@ -179,7 +180,7 @@ static void snoop_node(struct bch_cache *c, u64 bucket, const u8 *buf)
 {
 	size_t len = (size_t)c->bucket_size << BCH_SECTOR_SHIFT, off = 0, bytes;
 	const struct bch_bset_disk *d = (const void *)buf;
-	u32 max = (len - sizeof(*d)) / sizeof(d->keys[0]), got = 0;
+	u32 max = (len - sizeof(*d)) / bch_sb_key_bytes(&c->sb), got = 0;
 	unsigned int level = le16toh(d->level), idx;
 	struct bch_bkey *keys;
 	u64 seq = 0;
@@ -190,7 +191,8 @@ static void snoop_node(struct bch_cache *c, u64 bucket, const u8 *buf)
 		return;
 	for (idx = 0; idx < BCH_BTREE_MAX_SETS && off < len; idx++) {
 		nr = bch_bset_unpack(buf + off, len - off, &seq, level, idx, keys, max - got,
-				     c->block_size << BCH_SECTOR_SHIFT, &bytes);
+				     c->block_size << BCH_SECTOR_SHIFT, bch_sb_key_bytes(&c->sb),
+				     &bytes);
 		if (nr < 0) {
 			d = (const void *)(buf + off);
 			if (idx && c->bad_set && len - off >= sizeof(*d) &&
@@ -252,6 +254,7 @@ void bch_index_setup(struct bch_cache *c, const struct bch_btree_ops *ops)
 	c->b.priv = c;
 	c->b.bucket_sectors = c->bucket_size;
 	c->b.block_sectors = c->block_size;
+	c->b.key_bytes = bch_sb_key_bytes(&c->sb);
 	c->b.max_sets = BCH_BTREE_DEFAULT_SETS;
 	c->b.max_leaves = U64_MAX;	/* the tools read it all, and keep it */
 }
@@ -297,7 +300,10 @@ static int do_load(struct bch_cache *c)
 	struct bch_bkey root;
 	int ret;
 
-	bch_bkey_unpack(&root, &c->sb.btree_root);
+	if (!bch_sb_root(&c->sb, &root)) {
+		snprintf(c->load_msg, sizeof(c->load_msg), "the superblock's root is no key");
+		return -EUCLEAN;
+	}
 	if (!root.size)
 		return bch_btree_init(&c->b);
 	ret = bch_btree_load(&c->b, &root, le32toh(c->sb.btree_level));
@@ -367,11 +373,11 @@ int bch_index_replay(struct bch_cache *c, struct bch_replay *r)
 		for (i = 0; i < e.nkeys; i++) {
 			/* the kernel inserts nothing from the first bad key on */
 			if ((r->bad && !c->replay_past_refused) ||
-			    bch_jkey_invalid(&c->sb, &e.keys[i])) {
+			    !bch_jentry_key(&e, i, &k) ||
+			    bch_jkey_invalid(&c->sb, &e, i)) {
 				r->bad++;
 				continue;
 			}
-			bch_bkey_unpack(&k, &e.keys[i]);
 			ret = bch_btree_insert(&c->b, &k);
 			if (ret) {
 				snprintf(c->load_msg, sizeof(c->load_msg),

@@ -20,19 +20,28 @@ bool bch_journal_bucket(const struct bch_sb_disk *sb, uint64_t bucket)
 	return bucket >= first && bucket - first < le32toh(sb->journal_buckets);
 }
 
-uint32_t bch_jset_csum(const struct bch_jset_disk *j)
+uint32_t bch_jset_csum(const struct bch_jset_disk *j, uint32_t key_bytes)
 {
 	return bch_csum((const uint8_t *)j + sizeof(j->csum),
-			sizeof(*j) - sizeof(j->csum) +
-			(size_t)le32toh(j->nkeys) * sizeof(j->keys[0]));
+			sizeof(*j) - sizeof(j->csum) + (size_t)le32toh(j->nkeys) * key_bytes);
 }
 
-const char *bch_jkey_invalid(const struct bch_sb_disk *sb, const struct bch_bkey_disk *k)
+const char *bch_jkey_invalid(const struct bch_sb_disk *sb, const struct bch_jentry *e,
+			     uint32_t i)
 {
-	return bch_leaf_key_invalid(le32toh(k->size), le64toh(k->offset), le64toh(k->ptr),
-				    k->flags, le32toh(sb->bucket_size),
-				    le64toh(sb->first_bucket), le64toh(sb->nbuckets),
-				    le64toh(sb->journal_first), le32toh(sb->journal_buckets));
+	struct bch_member_geom g;
+	struct bch_bkey k;
+
+	if (!bch_jentry_key(e, i, &k))
+		return "is not a key of this format";
+	bch_sb_geom(sb, &g);
+	return bch_leaf_key_invalid(&k, le32toh(sb->version), &g, 1);
+}
+
+bool bch_jentry_key(const struct bch_jentry *e, uint32_t i, struct bch_bkey *k)
+{
+	return bch_bkey_unpack(k, (const uint8_t *)e->keys + (size_t)e->key_bytes * i,
+			       e->key_bytes);
 }
 
 int bch_journal_open(struct bch_journal *j, struct bch_dev *dev, const struct bch_sb_disk *sb)
@@ -73,7 +82,7 @@ static int entry_at(struct bch_journal *j, uint64_t pos, uint64_t seq, char *why
 		return -1;
 	sectors = le32toh(e->sectors);
 	nkeys = le32toh(e->nkeys);
-	if (le32toh(e->magic) != BCH_JSET_MAGIC) {
+	if (le32toh(e->magic) != bch_jset_magic(le32toh(j->sb->version))) {
 		snprintf(why, len, "no entry (bad magic)");
 		return 0;
 	}
@@ -84,10 +93,10 @@ static int entry_at(struct bch_journal *j, uint64_t pos, uint64_t seq, char *why
 		snprintf(why, len, "an entry with seq %llu",
 			 (unsigned long long)le64toh(e->seq));
 	} else if (!sectors || sectors % j->block_size || sectors > n ||
-		   nkeys > bch_jset_max_keys(sectors)) {
+		   nkeys > bch_jset_max_keys(sectors, bch_sb_key_bytes(j->sb))) {
 		snprintf(why, len, "an entry of invalid size (%u sectors, %u keys)",
 			 sectors, nkeys);
-	} else if (bch_jset_csum(e) != le32toh(e->csum)) {
+	} else if (bch_jset_csum(e, bch_sb_key_bytes(j->sb)) != le32toh(e->csum)) {
 		snprintf(why, len, "a checksum mismatch (a torn write)");
 	} else {
 		return 1;
@@ -104,11 +113,11 @@ static bool jset_good(const struct bch_journal *j, const struct bch_jset_disk *e
 {
 	uint32_t sectors = le32toh(e->sectors), nkeys = le32toh(e->nkeys);
 
-	return le32toh(e->magic) == BCH_JSET_MAGIC &&
+	return le32toh(e->magic) == bch_jset_magic(le32toh(j->sb->version)) &&
 	       !memcmp(e->set_uuid, j->sb->set_uuid, sizeof(e->set_uuid)) &&
 	       sectors && sectors <= room && !(sectors % j->block_size) &&
-	       nkeys <= bch_jset_max_keys(sectors) &&
-	       bch_jset_csum(e) == le32toh(e->csum);
+	       nkeys <= bch_jset_max_keys(sectors, bch_sb_key_bytes(j->sb)) &&
+	       bch_jset_csum(e, bch_sb_key_bytes(j->sb)) == le32toh(e->csum);
 }
 
 /*
@@ -207,7 +216,8 @@ int bch_journal_next(struct bch_journal *j, struct bch_jentry *out)
 	out->sectors = le32toh(e->sectors);
 	out->nkeys = le32toh(e->nkeys);
 	out->skipped = at != j->pos;
-	out->keys = e->keys;
+	out->keys = e + 1;
+	out->key_bytes = bch_sb_key_bytes(j->sb);
 	j->walked += skip + out->sectors;
 	j->pos = (at + out->sectors) % j->ring_sectors;
 	j->seq++;
@@ -238,7 +248,7 @@ int bch_journal_max_seq(struct bch_dev *dev, const struct bch_sb_disk *sb, uint6
 		}
 		for (i = 0; i < n; i += block) {
 			e = (const void *)(buf + i);
-			if (le32toh(e->magic) == BCH_JSET_MAGIC &&
+			if (le32toh(e->magic) == bch_jset_magic(le32toh(sb->version)) &&
 			    !memcmp(e->set_uuid, sb->set_uuid, sizeof(e->set_uuid)) &&
 			    le64toh(e->seq) > *max)
 				*max = le64toh(e->seq);

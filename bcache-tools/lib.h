@@ -106,7 +106,8 @@ struct bch_jentry {
 	uint64_t			seq, pos;
 	uint32_t			sectors, nkeys;
 	bool				skipped;	/* to the next bucket */
-	const struct bch_bkey_disk	*keys;		/* until the next call */
+	const void			*keys;		/* until the next call */
+	uint32_t			key_bytes;	/* of each of them */
 };
 
 int bch_journal_open(struct bch_journal *j, struct bch_dev *dev,
@@ -126,12 +127,14 @@ void bch_journal_close(struct bch_journal *j);
 int bch_journal_max_seq(struct bch_dev *dev, const struct bch_sb_disk *sb,
 			uint64_t *max);
 bool bch_journal_bucket(const struct bch_sb_disk *sb, uint64_t bucket);
-uint32_t bch_jset_csum(const struct bch_jset_disk *j);
+uint32_t bch_jset_csum(const struct bch_jset_disk *j, uint32_t key_bytes);
 /*
  * Why the kernel would refuse a journal key (it then drops the whole
  * index), or NULL: bch_leaf_key_invalid(), the rule for index leaf keys too.
  */
-const char *bch_jkey_invalid(const struct bch_sb_disk *sb,
-			     const struct bch_bkey_disk *k);
+const char *bch_jkey_invalid(const struct bch_sb_disk *sb, const struct bch_jentry *e,
+			     uint32_t i);
+/* Key @i of entry @e, in CPU order; false if no key of the index can be it. */
+bool bch_jentry_key(const struct bch_jentry *e, uint32_t i, struct bch_bkey *k);
 
 #endif /* _BCACHE_TOOLS_LIB_H */

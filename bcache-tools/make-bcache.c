@@ -20,6 +20,7 @@ struct opts {
 	uint32_t	journal;	/* buckets; 0 = the default */
 	uint8_t		set_uuid[16];
 	bool		have_set_uuid;
+	uint32_t	version;	/* of the format */
 	bool		wipe;
 	bool		quiet;
 	const char	*path;
@@ -37,11 +38,15 @@ static void usage(FILE *f)
 		"                        (default 1/128 of the buckets, at least 4)\n"
 		"  -l, --label TEXT      label, at most 31 characters\n"
 		"      --cset-uuid UUID  cache set UUID (default random)\n"
+		"      --format-version N\n"
+		"                        on-disk format %u (the default) or %u (for\n"
+		"                        kernels that know no other)\n"
 		"      --wipe            overwrite an existing dm-bcache superblock\n"
 		"  -q, --quiet           print nothing on success\n"
 		"  -h, --help            show this help\n\n"
 		"SIZE is in bytes, or with a binary suffix: 4k, 512k, 1M, 1G.\n",
-		BCH_MIN_JOURNAL_BUCKETS, BCH_MAX_JOURNAL_BUCKETS);
+		BCH_MIN_JOURNAL_BUCKETS, BCH_MAX_JOURNAL_BUCKETS, BCH_SB_VERSION,
+		BCH_SB_VERSION_MIN);
 }
 
 static int fail(const char *msg)
@@ -81,6 +86,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "label",	required_argument, NULL, 'l' },
 		{ "journal-buckets", required_argument, NULL, 'j' },
 		{ "cset-uuid",	required_argument, NULL, 'U' },
+		{ "format-version", required_argument, NULL, 'V' },
 		{ "wipe",	no_argument,	   NULL, 'W' },
 		{ "quiet",	no_argument,	   NULL, 'q' },
 		{ "help",	no_argument,	   NULL, 'h' },
@@ -91,6 +97,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->block = BCH_MIN_BLOCK_SECTORS << BCH_SECTOR_SHIFT;
 	o->bucket = BCH_DEFAULT_BUCKET_SECTORS << BCH_SECTOR_SHIFT;
 	o->label = "";
+	o->version = BCH_SB_VERSION;
 
 	while ((c = getopt_long(argc, argv, "b:w:j:l:qh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -115,6 +122,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			if (bch_uuid_is_nil(o->set_uuid))
 				return fail("the cache set UUID must not be nil");
 			o->have_set_uuid = true;
+			break;
+		case 'V':
+			if (strcmp(optarg, "2") && strcmp(optarg, "3"))
+				return fail("the format version must be 2 or 3");
+			o->version = (uint32_t)atoi(optarg);
 			break;
 		case 'W':
 			o->wipe = true;
@@ -210,7 +222,7 @@ static void build_sb(struct bch_sb_disk *sb, const struct opts *o,
 	uint64_t uuid = bch_uuid_sectors();
 
 	memset(sb, 0, sizeof(*sb));
-	sb->version = htole32(BCH_SB_VERSION);
+	sb->version = htole32(o->version);
 	memcpy(sb->magic, BCH_SB_MAGIC, BCH_MAGIC_LEN);
 	memcpy(sb->set_uuid, o->set_uuid, 16);
 	memcpy(sb->label, o->label, strlen(o->label));

@@ -102,13 +102,19 @@ static int check_journal(const struct bch_sb_disk *sb)
  */
 static int check_root(const struct bch_sb_disk *sb)
 {
-	const struct bch_bkey_disk *k = &sb->btree_root;
-	uint64_t ptr = le64toh(k->ptr);
 	uint32_t bucket_size = le32toh(sb->bucket_size);
-	uint64_t b = ptr / bucket_size;
+	struct bch_bkey k;
+	uint64_t ptr, b;
 
-	if (!le32toh(k->size))
+	if (!bch_sb_root(sb, &k))
+		return bch_err("btree root is not a key of this format");
+	if (!k.size)
 		return 0;
+	if (k.nptrs != 1 || bch_ptr_dev(k.ptr[0]))
+		return bch_err("btree root has %u pointers, on member %u", k.nptrs,
+			       bch_ptr_dev(k.ptr[0]));
+	ptr = bch_ptr_sector(k.ptr[0]);
+	b = ptr / bucket_size;
 	if (ptr % bucket_size)
 		return bch_err("btree root at sector %llu is not bucket aligned",
 			       (unsigned long long)ptr);
@@ -134,9 +140,10 @@ int bch_sb_validate(const struct bch_sb_disk *sb, uint64_t dev_sectors)
 	if (csum != le32toh(sb->csum))
 		return bch_err("superblock checksum mismatch (stored 0x%08x, computed 0x%08x)",
 			       le32toh(sb->csum), csum);
-	if (le32toh(sb->version) != BCH_SB_VERSION)
-		return bch_err("unsupported version %u (this tool knows %u)",
-			       le32toh(sb->version), BCH_SB_VERSION);
+	if (le32toh(sb->version) < BCH_SB_VERSION_MIN ||
+	    le32toh(sb->version) > BCH_SB_VERSION)
+		return bch_err("unsupported version %u (this tool knows %u to %u)",
+			       le32toh(sb->version), BCH_SB_VERSION_MIN, BCH_SB_VERSION);
 
 	if (!bch_is_power_of_2(block_size) ||
 	    block_size < BCH_MIN_BLOCK_SECTORS ||

@@ -310,7 +310,7 @@ void bch_alloc_done_dirty(struct bch_cache_set *set, u64 ptr, u32 inserted)
  */
 void bch_alloc_cleaned(struct bch_cache_set *set, const struct bch_bkey *k)
 {
-	struct bch_bucket *b = &set->buckets[k->ptr / set->bucket_size];
+	struct bch_bucket *b = &set->buckets[bch_key_sector(k) / set->bucket_size];
 
 	lockdep_assert_held_write(&set->btree_lock);
 	bch_gc_cleaned(set, k);

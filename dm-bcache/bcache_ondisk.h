@@ -50,14 +50,28 @@
 #include <linux/build_bug.h>
 #include <linux/compiler.h>
 #include <linux/stddef.h>
+#include <asm/byteorder.h>
+#define bch_le16(x)	le16_to_cpu(x)
+#define bch_le32(x)	le32_to_cpu(x)
+#define bch_le64(x)	le64_to_cpu(x)
+#define bch_cpu16(x)	cpu_to_le16(x)
+#define bch_cpu32(x)	cpu_to_le32(x)
+#define bch_cpu64(x)	cpu_to_le64(x)
 #else
 #include <assert.h>
+#include <endian.h>
 #include <stddef.h>
 #define __packed	__attribute__((packed))
 #ifndef BIT
 #define BIT(n)		(1U << (n))
 #define BIT_ULL(n)	(1ULL << (n))
 #endif
+#define bch_le16(x)	le16toh(x)
+#define bch_le32(x)	le32toh(x)
+#define bch_le64(x)	le64toh(x)
+#define bch_cpu16(x)	htole16(x)
+#define bch_cpu32(x)	htole32(x)
+#define bch_cpu64(x)	htole64(x)
 #endif
 
 #define BCH_SECTOR_SHIFT	9
@@ -67,7 +81,13 @@
 #define BCH_SB_SIZE		4096U
 #define BCH_META_START		16	/* first sector after the superblock */
 
-#define BCH_SB_VERSION		2
+/*
+ * Version 3 keys have two pointers, each naming a member of the cache set,
+ * and a checksummed range; version 2 keys one pointer and no checksum. A
+ * cache keeps the key layout of its version: both are read and written.
+ */
+#define BCH_SB_VERSION		3
+#define BCH_SB_VERSION_MIN	2
 
 /* 15 characters and the NUL: all 16 bytes of the magic field */
 #define BCH_SB_MAGIC		"dm-bcache-cache"
@@ -87,6 +107,7 @@
 /* Superblock flags */
 #define BCH_SB_CLEAN		BIT_ULL(0)	/* shut down cleanly */
 
+/* A version 2 key: 32 bytes. */
 struct bch_bkey_disk {
 	__le32	inode;		/* (slot epoch << 8) | slot index */
 	__le32	size;		/* extent length in sectors */
@@ -95,12 +116,72 @@ struct bch_bkey_disk {
 	__u8	gen;		/* generation of the bucket holding ptr */
 	__u8	flags;		/* BCH_KEY_* */
 	__le16	pad;
-	__le32	csum;		/* data checksum, if BCH_KEY_CSUM */
+	__le32	csum;		/* written as 0 */
 } __packed;
 
 #define BCH_KEY_DIRTY		BIT(0)
-#define BCH_KEY_CSUM		BIT(1)
+#define BCH_KEY_CSUM		BIT(1)	/* version 3: csum is valid */
 #define BCH_KEY_HOLE		BIT(2)	/* no data: hides older keys */
+
+/*
+ * A version 3 key: 48 bytes. Each pointer is bch_ptr(member, gen,
+ * sector). A hole has no pointer, a data or node key one or two, on
+ * distinct members. The checksum covers csum_sectors of data starting
+ * csum_front sectors before the key's start (the key may be a part of
+ * what was checksummed, since newer keys cut older ones).
+ */
+#define BCH_KEY_PTRS		2
+#define BCH_CSUM_MAX_SECTORS	128	/* 64 KiB: see format-v3.rst */
+
+struct bch_bkey3_disk {
+	__le32	inode;
+	__le32	size;
+	__le64	offset;
+	__le64	ptr[BCH_KEY_PTRS];
+	__le32	csum;		/* crc32c of the range, if BCH_KEY_CSUM */
+	__le16	csum_sectors;
+	__le16	csum_front;
+	__u8	flags;
+	__u8	nptrs;
+	__u8	pad[6];
+} __packed;
+
+#define BCH_KEY_BYTES_V2	32
+#define BCH_KEY_BYTES_V3	48
+
+/* A pointer: bits 0-47 the sector on the member, 48-55 gen, 56-63 member. */
+#define BCH_PTR_SECTOR_BITS	48
+#define BCH_PTR_SECTOR_MASK	((1ULL << BCH_PTR_SECTOR_BITS) - 1)
+#define BCH_PTR_GEN_SHIFT	48
+#define BCH_PTR_DEV_SHIFT	56
+#define BCH_MAX_MEMBERS		8
+
+static inline __u64 bch_ptr(__u8 dev, __u8 gen, __u64 sector)
+{
+	return (__u64)dev << BCH_PTR_DEV_SHIFT | (__u64)gen << BCH_PTR_GEN_SHIFT |
+		(sector & BCH_PTR_SECTOR_MASK);
+}
+
+static inline __u64 bch_ptr_sector(__u64 p)
+{
+	return p & BCH_PTR_SECTOR_MASK;
+}
+
+static inline __u8 bch_ptr_gen(__u64 p)
+{
+	return (__u8)(p >> BCH_PTR_GEN_SHIFT);
+}
+
+static inline __u8 bch_ptr_dev(__u64 p)
+{
+	return (__u8)(p >> BCH_PTR_DEV_SHIFT);
+}
+
+/* Where a pointer points, whatever the gen: member and sector. */
+static inline __u64 bch_ptr_loc(__u64 p)
+{
+	return p & ~(0xffULL << BCH_PTR_GEN_SHIFT);
+}
 
 /* Key inodes: the slot index in the low bits, the slot's epoch above. */
 #define BCH_INODE_SLOT_BITS	8
@@ -153,7 +234,10 @@ struct bch_sb_disk {
 	/* If it equals seq, the bucket states are valid (BCH_BUCKET_STATE). */
 	__le64	state_seq;
 
-	__u8	reserved[BCH_SB_SIZE - 296];
+	/* Version 3: the checkpoint's root (btree_root is zero). */
+	struct bch_bkey3_disk btree_root3;
+
+	__u8	reserved[BCH_SB_SIZE - 344];
 } __packed;
 
 /* One entry per bucket, on disk next to the superblock. */
@@ -225,8 +309,9 @@ struct bch_bset_disk {
 	__le32	nkeys;
 	__le16	level;		/* 0 = leaf */
 	__le16	set;		/* index of the set within the node */
-	__le64	pad;
-	struct bch_bkey_disk keys[];
+	__le16	key_bytes;	/* 0 in version 2, else BCH_KEY_BYTES_V3 */
+	__u8	pad[6];
+	/* nkeys keys of the cache's layout */
 } __packed;
 
 #define BCH_BSET_MAGIC		0x62736574	/* "bset" */
@@ -252,16 +337,17 @@ struct bch_bset_disk {
  * anything else means the index cannot be trusted.
  */
 struct bch_jset_disk {
-	__le32	csum;		/* crc32c of bytes [4, 32 + 32 * nkeys) */
+	__le32	csum;		/* crc32c of bytes [4, 32 + key bytes * nkeys) */
 	__le32	magic;		/* BCH_JSET_MAGIC */
 	__le64	seq;
 	__le32	nkeys;
 	__le32	sectors;	/* ring space the entry takes */
 	__u8	set_uuid[8];	/* first bytes of the sb's set_uuid */
-	struct bch_bkey_disk keys[];
+	/* nkeys keys of the cache's layout */
 } __packed;
 
-#define BCH_JSET_MAGIC		0x6a736574	/* "jset" */
+#define BCH_JSET_MAGIC		0x6a736574	/* "jset": version 2 */
+#define BCH_JSET_MAGIC_V3	0x6a737433	/* "jst3" */
 #define BCH_JSET_MAX_SECTORS	128		/* 64 KiB */
 
 /* Are the bucket states and slot dirty counts valid (BCH_BUCKET_STATE)? */
@@ -270,7 +356,8 @@ static inline int bch_bucket_state_valid(const struct bch_sb_disk *sb)
 	return sb->state_seq && sb->state_seq == sb->seq;
 }
 
-static_assert(sizeof(struct bch_bkey_disk) == 32, "bkey size");
+static_assert(sizeof(struct bch_bkey_disk) == BCH_KEY_BYTES_V2, "bkey size");
+static_assert(sizeof(struct bch_bkey3_disk) == BCH_KEY_BYTES_V3, "bkey3 size");
 static_assert(sizeof(struct bch_sb_disk) == BCH_SB_SIZE, "sb size");
 static_assert(sizeof(struct bch_bucket_disk) == 4, "bucket size");
 static_assert(sizeof(struct bch_uuid_disk) == 128, "uuid slot size");
@@ -319,44 +406,238 @@ static inline __u32 bch_journal_default_buckets(__u64 nbuckets)
 }
 
 /* Keys that fit in an entry of @sectors. */
-static inline __u32 bch_jset_max_keys(__u32 sectors)
+static inline __u32 bch_jset_max_keys(__u32 sectors, __u32 key_bytes)
 {
 	return ((sectors << BCH_SECTOR_SHIFT) - sizeof(struct bch_jset_disk)) /
-		sizeof(struct bch_bkey_disk);
+		key_bytes;
+}
+
+/*
+ * A key in CPU byte order, whatever its layout on disk: the index works on
+ * these. A version 2 key reads as one pointer on member 0 and no checksum.
+ */
+struct bch_bkey {
+	__u32	inode;
+	__u32	size;		/* sectors; 0 = deleted */
+	__u64	end;		/* END of the extent in origin sectors */
+	__u64	ptr[BCH_KEY_PTRS];	/* bch_ptr(); nptrs of them */
+	__u32	csum;
+	__u16	csum_sectors;
+	__u16	csum_front;
+	__u8	flags;		/* BCH_KEY_* */
+	__u8	nptrs;
+	__u8	pad[6];
+};
+
+static inline __u32 bch_key_bytes(__u32 version)
+{
+	return version == 2 ? BCH_KEY_BYTES_V2 : BCH_KEY_BYTES_V3;
+}
+
+/*
+ * Read a key of @key_bytes' layout. False if it cannot be one of the
+ * index's keys: a version 2 pointer past 2^48 sectors, more than
+ * BCH_KEY_PTRS pointers (what version 2 allows beyond that, the rules
+ * below check).
+ */
+static inline int bch_bkey_unpack(struct bch_bkey *k, const void *disk,
+				  __u32 key_bytes)
+{
+	const struct bch_bkey3_disk *d3;
+	unsigned int i;
+
+	k->ptr[0] = 0;
+	k->ptr[1] = 0;
+	for (i = 0; i < sizeof(k->pad); i++)
+		k->pad[i] = 0;
+	if (key_bytes == BCH_KEY_BYTES_V2) {
+		const struct bch_bkey_disk *d = disk;
+		__u64 ptr = bch_le64(d->ptr);
+
+		k->inode = bch_le32(d->inode);
+		k->size = bch_le32(d->size);
+		k->end = bch_le64(d->offset);
+		k->flags = d->flags;
+		k->csum = 0;
+		k->csum_sectors = 0;
+		k->csum_front = 0;
+		k->nptrs = 0;
+		if (d->flags & BCH_KEY_HOLE)
+			return 1;	/* a version 2 hole's ptr means nothing */
+		if (ptr > BCH_PTR_SECTOR_MASK)
+			return 0;
+		k->ptr[0] = bch_ptr(0, d->gen, ptr);
+		k->nptrs = 1;
+		return 1;
+	}
+	d3 = disk;
+	k->inode = bch_le32(d3->inode);
+	k->size = bch_le32(d3->size);
+	k->end = bch_le64(d3->offset);
+	k->flags = d3->flags;
+	k->csum = bch_le32(d3->csum);
+	k->csum_sectors = bch_le16(d3->csum_sectors);
+	k->csum_front = bch_le16(d3->csum_front);
+	k->nptrs = d3->nptrs;
+	if (k->nptrs > BCH_KEY_PTRS)
+		return 0;
+	for (i = 0; i < k->nptrs; i++)
+		k->ptr[i] = bch_le64(d3->ptr[i]);
+	return 1;
+}
+
+/* Write @k in @key_bytes' layout (version 2: its first pointer only). */
+static inline void bch_bkey_pack(void *disk, const struct bch_bkey *k,
+				 __u32 key_bytes)
+{
+	unsigned int i;
+
+	if (key_bytes == BCH_KEY_BYTES_V2) {
+		struct bch_bkey_disk *d = disk;
+
+		d->inode = bch_cpu32(k->inode);
+		d->size = bch_cpu32(k->size);
+		d->offset = bch_cpu64(k->end);
+		d->ptr = bch_cpu64(k->nptrs ? bch_ptr_sector(k->ptr[0]) : 0);
+		d->gen = k->nptrs ? bch_ptr_gen(k->ptr[0]) : 0;
+		d->flags = k->flags;
+		d->pad = 0;
+		d->csum = 0;
+	} else {
+		struct bch_bkey3_disk *d = disk;
+
+		d->inode = bch_cpu32(k->inode);
+		d->size = bch_cpu32(k->size);
+		d->offset = bch_cpu64(k->end);
+		for (i = 0; i < BCH_KEY_PTRS; i++)
+			d->ptr[i] = bch_cpu64(i < k->nptrs ? k->ptr[i] : 0);
+		d->csum = bch_cpu32(k->csum);
+		d->csum_sectors = bch_cpu16(k->csum_sectors);
+		d->csum_front = bch_cpu16(k->csum_front);
+		d->flags = k->flags;
+		d->nptrs = k->nptrs;
+		for (i = 0; i < sizeof(d->pad); i++)
+			d->pad[i] = 0;
+	}
+}
+
+/* The checkpoint's root key, of either version (size 0: no index yet). */
+static inline int bch_sb_root(const struct bch_sb_disk *sb, struct bch_bkey *k)
+{
+	if (bch_le32(sb->version) == 2)
+		return bch_bkey_unpack(k, &sb->btree_root, BCH_KEY_BYTES_V2);
+	return bch_bkey_unpack(k, &sb->btree_root3, BCH_KEY_BYTES_V3);
+}
+
+/* Has an index been written (a root of size other than 0)? */
+static inline int bch_sb_has_root(const struct bch_sb_disk *sb)
+{
+	return bch_le32(sb->version) == 2 ? !!sb->btree_root.size : !!sb->btree_root3.size;
+}
+
+/* No index: both versions' root fields zero. */
+static inline void bch_sb_clear_root(struct bch_sb_disk *sb)
+{
+	__u8 *a = (__u8 *)&sb->btree_root, *b = (__u8 *)&sb->btree_root3;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(sb->btree_root); i++)
+		a[i] = 0;
+	for (i = 0; i < sizeof(sb->btree_root3); i++)
+		b[i] = 0;
+}
+
+static inline void bch_sb_set_root(struct bch_sb_disk *sb, const struct bch_bkey *k)
+{
+	if (bch_le32(sb->version) == 2)
+		bch_bkey_pack(&sb->btree_root, k, BCH_KEY_BYTES_V2);
+	else
+		bch_bkey_pack(&sb->btree_root3, k, BCH_KEY_BYTES_V3);
+}
+
+/* What the rules need to know of one member of the set. */
+struct bch_member_geom {
+	__u32	bucket_size;
+	__u32	journal_buckets;
+	__u64	first_bucket;
+	__u64	nbuckets;
+	__u64	journal_first;
+};
+
+/* Member geometry from a superblock that validated. */
+static inline void bch_sb_geom(const struct bch_sb_disk *sb, struct bch_member_geom *g)
+{
+	g->bucket_size = bch_le32(sb->bucket_size);
+	g->journal_buckets = bch_le32(sb->journal_buckets);
+	g->first_bucket = bch_le64(sb->first_bucket);
+	g->nbuckets = bch_le64(sb->nbuckets);
+	g->journal_first = bch_le64(sb->journal_first);
+}
+
+static inline __u32 bch_sb_key_bytes(const struct bch_sb_disk *sb)
+{
+	return bch_key_bytes(bch_le32(sb->version));
+}
+
+/* The magic of the journal entries of a cache of @version. */
+static inline __u32 bch_jset_magic(__u32 version)
+{
+	return version == 2 ? BCH_JSET_MAGIC : BCH_JSET_MAGIC_V3;
 }
 
 /*
  * The rule for a leaf key, of an index node or of a journal entry: why the
- * index that holds it cannot be trusted, or NULL. No flag but
- * BCH_KEY_HOLE and BCH_KEY_DIRTY (nothing writes BCH_KEY_CSUM yet); a
- * size, and no start before origin sector 0; a data key lies inside one
- * bucket that is neither metadata nor journal. The key's fields in CPU
- * order; the rest from a superblock that validated.
+ * index that holds it cannot be trusted, or NULL. Known flags only, and
+ * BCH_KEY_CSUM only in version 3; a size, and no start before origin
+ * sector 0; a hole has no pointer; a data key has one or two, on distinct
+ * members of the set, each inside one bucket that is neither metadata nor
+ * journal; a checksummed range holds the key and is at most
+ * BCH_CSUM_MAX_SECTORS. @m: the geometry of each of @nmembers members, from
+ * superblocks that validated.
  */
-static inline const char *bch_leaf_key_invalid(__u32 size, __u64 end, __u64 ptr,
-					       __u8 flags, __u32 bucket_size,
-					       __u64 first_bucket, __u64 nbuckets,
-					       __u64 journal_first,
-					       __u32 journal_buckets)
+static inline const char *bch_leaf_key_invalid(const struct bch_bkey *k,
+					       __u32 version,
+					       const struct bch_member_geom *m,
+					       unsigned int nmembers)
 {
-	__u64 bucket = ptr / bucket_size;
+	unsigned int i;
 
-	if (!size)
+	if (!k->size)
 		return "size 0";
-	if (size > end)
+	if (k->size > k->end)
 		return "starts before origin sector 0";
-	if (flags & ~(BCH_KEY_HOLE | BCH_KEY_DIRTY))
-		return "has flags other than hole and dirty";
-	if (flags & BCH_KEY_HOLE)
-		return NULL;		/* points nowhere */
-	if (bucket < first_bucket)
-		return "points into the metadata";
-	if (bucket >= nbuckets)
-		return "points past the last bucket";
-	if (bucket >= journal_first && bucket - journal_first < journal_buckets)
-		return "points into a journal bucket";
-	if (ptr % bucket_size + size > bucket_size)
-		return "crosses the end of its bucket";
+	if (k->flags & ~(BCH_KEY_HOLE | BCH_KEY_DIRTY | BCH_KEY_CSUM) ||
+	    (version == 2 && (k->flags & BCH_KEY_CSUM)))
+		return "has unknown flags";
+	if (k->flags & BCH_KEY_HOLE)
+		return k->nptrs ? "is a hole with a pointer" : NULL;
+	if (!k->nptrs)
+		return "has no pointer";
+	if (k->nptrs == 2 && bch_ptr_dev(k->ptr[0]) == bch_ptr_dev(k->ptr[1]))
+		return "has two pointers on one member";
+	if ((k->flags & BCH_KEY_CSUM) &&
+	    (k->csum_sectors > BCH_CSUM_MAX_SECTORS ||
+	     (__u32)k->csum_front + k->size > k->csum_sectors))
+		return "has a checksummed range that does not hold it";
+	for (i = 0; i < k->nptrs; i++) {
+		unsigned int dev = bch_ptr_dev(k->ptr[i]);
+		__u64 sector = bch_ptr_sector(k->ptr[i]), bucket;
+		const struct bch_member_geom *g;
+
+		if (dev >= nmembers)
+			return "points to a member the set does not have";
+		g = &m[dev];
+		bucket = sector / g->bucket_size;
+		if (bucket < g->first_bucket)
+			return "points into the metadata";
+		if (bucket >= g->nbuckets)
+			return "points past the last bucket";
+		if (bucket >= g->journal_first &&
+		    bucket - g->journal_first < g->journal_buckets)
+			return "points into a journal bucket";
+		if (sector % g->bucket_size + k->size > g->bucket_size)
+			return "crosses the end of its bucket";
+	}
 	return NULL;
 }
 

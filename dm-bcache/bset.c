@@ -62,8 +62,7 @@ u32 bch_bset_fixup(struct bch_bset *s, const struct bch_bkey *k, struct bch_bkey
 
 		if (xstart >= start) {
 			if (x->end > end) {		/* trim the front */
-				x->ptr += end - xstart;
-				x->size = x->end - end;
+				bch_key_cut_front(x, end - xstart);
 			} else {			/* covered: delete */
 				x->size = 0;
 				deleted++;
@@ -75,8 +74,7 @@ u32 bch_bset_fixup(struct bch_bset *s, const struct bch_bkey *k, struct bch_bkey
 		split = x->end > end;
 		if (split) {
 			*tail = *x;
-			tail->size = x->end - end;
-			tail->ptr += end - xstart;
+			bch_key_cut_front(tail, end - xstart);
 		}
 		/*
 		 * Keys before x from @first on are deleted ones ending above
@@ -131,49 +129,27 @@ u32 bch_bset_live(const struct bch_bset *s)
 	return nr;
 }
 
-void bch_bkey_pack(struct bch_bkey_disk *d, const struct bch_bkey *k)
-{
-	d->inode = cpu_to_le32(k->inode);
-	d->size = cpu_to_le32(k->size);
-	d->offset = cpu_to_le64(k->end);
-	d->ptr = cpu_to_le64(k->ptr);
-	d->gen = k->gen;
-	d->flags = k->flags;
-	d->pad = 0;
-	d->csum = cpu_to_le32(k->csum);
-}
-
-void bch_bkey_unpack(struct bch_bkey *k, const struct bch_bkey_disk *d)
-{
-	k->inode = le32_to_cpu(d->inode);
-	k->size = le32_to_cpu(d->size);
-	k->end = le64_to_cpu(d->offset);
-	k->ptr = le64_to_cpu(d->ptr);
-	k->gen = d->gen;
-	k->flags = d->flags;
-	k->pad = 0;
-	k->csum = le32_to_cpu(d->csum);
-}
-
 size_t bch_bset_pack(void *buf, const struct bch_bset *s, u64 seq, unsigned int level,
-		     unsigned int idx, u32 block_bytes)
+		     unsigned int idx, u32 block_bytes, u32 key_bytes)
 {
 	struct bch_bset_disk *d = buf;
+	u8 *keys = (u8 *)(d + 1);
 	u32 i, nr = 0;
 	size_t used, bytes;
 
 	for (i = 0; i < s->nkeys; i++)
 		if (s->keys[i].size)
-			bch_bkey_pack(&d->keys[nr++], &s->keys[i]);
+			bch_bkey_pack(keys + (size_t)key_bytes * nr++, &s->keys[i], key_bytes);
 	d->magic = cpu_to_le32(BCH_BSET_MAGIC);
 	d->seq = cpu_to_le64(seq);
 	d->nkeys = cpu_to_le32(nr);
 	d->level = cpu_to_le16(level);
 	d->set = cpu_to_le16(idx);
-	d->pad = 0;
+	d->key_bytes = cpu_to_le16(key_bytes == BCH_KEY_BYTES_V2 ? 0 : key_bytes);
+	memset(d->pad, 0, sizeof(d->pad));
 
-	used = sizeof(*d) + (size_t)nr * sizeof(d->keys[0]);
-	bytes = bch_bset_bytes(nr, block_bytes);
+	used = sizeof(*d) + (size_t)nr * key_bytes;
+	bytes = bch_bset_bytes(nr, key_bytes, block_bytes);
 	memset((u8 *)buf + used, 0, bytes - used);
 	d->csum = cpu_to_le32(bch_crc32c((u8 *)buf + sizeof(d->csum),
 					 used - sizeof(d->csum)));
@@ -182,28 +158,31 @@ size_t bch_bset_pack(void *buf, const struct bch_bset *s, u64 seq, unsigned int 
 
 int bch_bset_unpack(const void *buf, size_t len, u64 *seq, unsigned int level,
 		    unsigned int idx, struct bch_bkey *out, u32 max_keys, u32 block_bytes,
-		    size_t *bytes)
+		    u32 key_bytes, size_t *bytes)
 {
 	const struct bch_bset_disk *d = buf;
+	const u8 *keys = (const u8 *)(d + 1);
 	size_t used;
 	u32 i, nr;
 
 	if (len < sizeof(*d) || le32_to_cpu(d->magic) != BCH_BSET_MAGIC ||
 	    le16_to_cpu(d->set) != idx || le16_to_cpu(d->level) != level ||
-	    (idx && le64_to_cpu(d->seq) != *seq))
+	    (idx && le64_to_cpu(d->seq) != *seq) ||
+	    le16_to_cpu(d->key_bytes) != (key_bytes == BCH_KEY_BYTES_V2 ? 0 : key_bytes))
 		return -EBADMSG;
 	nr = le32_to_cpu(d->nkeys);
-	if (nr > max_keys || nr > (len - sizeof(*d)) / sizeof(d->keys[0]))
+	if (nr > max_keys || nr > (len - sizeof(*d)) / key_bytes)
 		return -EBADMSG;
-	used = sizeof(*d) + (size_t)nr * sizeof(d->keys[0]);
+	used = sizeof(*d) + (size_t)nr * key_bytes;
 	if (le32_to_cpu(d->csum) != bch_crc32c((const u8 *)buf + sizeof(d->csum),
 					       used - sizeof(d->csum)))
 		return -EBADMSG;
 
 	for (i = 0; i < nr; i++)
-		bch_bkey_unpack(&out[i], &d->keys[i]);
+		if (!bch_bkey_unpack(&out[i], keys + (size_t)key_bytes * i, key_bytes))
+			return -EBADMSG;
 	if (!idx)
 		*seq = le64_to_cpu(d->seq);
-	*bytes = min_t(size_t, bch_bset_bytes(nr, block_bytes), len);
+	*bytes = min_t(size_t, bch_bset_bytes(nr, key_bytes, block_bytes), len);
 	return nr;
 }

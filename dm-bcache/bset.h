@@ -51,30 +51,26 @@ u32 bch_bset_fixup(struct bch_bset *s, const struct bch_bkey *k, struct bch_bkey
 u32 bch_bset_merge(struct bch_bkey *out, const struct bch_bset *sets, unsigned int nsets,
 		   bool (*drop)(const struct bch_bkey *k, void *arg), void *arg);
 
-/* A key between its in-core and on-disk (little-endian) forms. */
-void bch_bkey_pack(struct bch_bkey_disk *d, const struct bch_bkey *k);
-void bch_bkey_unpack(struct bch_bkey *k, const struct bch_bkey_disk *d);
-
-/* Bytes of a set of @nkeys on disk, padded to @block_bytes. */
-static inline size_t bch_bset_bytes(u32 nkeys, u32 block_bytes)
+/* Bytes of a set of @nkeys of @key_bytes on disk, padded to @block_bytes. */
+static inline size_t bch_bset_bytes(u32 nkeys, u32 key_bytes, u32 block_bytes)
 {
-	return bch_round_up(sizeof(struct bch_bset_disk) +
-			    (size_t)nkeys * sizeof(struct bch_bkey_disk), block_bytes);
+	return bch_round_up(sizeof(struct bch_bset_disk) + (size_t)nkeys * key_bytes,
+			    block_bytes);
 }
 
 /* Live keys of @s, i.e. the keys bch_bset_pack() writes. */
 u32 bch_bset_live(const struct bch_bset *s);
 /* Write @s (deleted keys left out) as set @idx of a node; returns its bytes. */
 size_t bch_bset_pack(void *buf, const struct bch_bset *s, u64 seq, unsigned int level,
-		     unsigned int idx, u32 block_bytes);
+		     unsigned int idx, u32 block_bytes, u32 key_bytes);
 /*
  * Check and read set @idx of a node at @buf (@len bytes to the end of the
  * bucket) into @out (room for @max_keys). Set 0 gives the node's @seq, the
- * others must match it. Returns the number of keys and sets @bytes, or
- * -errno if this is not a valid set.
+ * others must match it; keys are of @key_bytes' layout. Returns the number
+ * of keys and sets @bytes, or -errno if this is not a valid set.
  */
 int bch_bset_unpack(const void *buf, size_t len, u64 *seq, unsigned int level,
 		    unsigned int idx, struct bch_bkey *out, u32 max_keys, u32 block_bytes,
-		    size_t *bytes);
+		    u32 key_bytes, size_t *bytes);
 
 #endif /* _BCH_BSET_H */

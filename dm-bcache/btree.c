@@ -42,7 +42,7 @@
 #define BCH_HASH_MIN_BITS	6
 
 struct bch_node {
-	struct bch_node	*hnext;		/* in b->hash, by key.ptr */
+	struct bch_node	*hnext;		/* in b->hash, by node_loc() */
 	struct list_head lru;		/* on b->clean if an evictable leaf */
 	struct bch_bkey	key;		/* pointer here: max key, bucket, gen */
 	struct bch_bkey	lo;		/* keys here are above this one */
@@ -81,17 +81,22 @@ static bool key_garbage(const struct bch_bkey *k, void *arg)
 
 /* Node hash, so that a pointer key finds its resident child. */
 
-static u32 hash_slot(const struct bch_btree *b, u64 ptr)
+static u64 node_loc(const struct bch_bkey *k)
 {
-	return (u32)((ptr * 0x9e3779b97f4a7c15ULL) >> (64 - b->hash_bits));
+	return bch_ptr_loc(k->ptr[0]);
 }
 
-static struct bch_node *node_find(const struct bch_btree *b, u64 ptr)
+static u32 hash_slot(const struct bch_btree *b, u64 loc)
+{
+	return (u32)((loc * 0x9e3779b97f4a7c15ULL) >> (64 - b->hash_bits));
+}
+
+static struct bch_node *node_find(const struct bch_btree *b, u64 loc)
 {
 	struct bch_node *n;
 
-	for (n = b->hash[hash_slot(b, ptr)]; n; n = n->hnext)
-		if (n->key.ptr == ptr)
+	for (n = b->hash[hash_slot(b, loc)]; n; n = n->hnext)
+		if (node_loc(&n->key) == loc)
 			return n;
 	return NULL;
 }
@@ -109,7 +114,7 @@ static void hash_grow(struct bch_btree *b)
 	b->hash_bits = old_bits + 1;
 	for (i = 0; i < (1U << old_bits); i++) {
 		while ((n = old[i])) {
-			u32 slot = hash_slot(b, n->key.ptr);
+			u32 slot = hash_slot(b, node_loc(&n->key));
 
 			old[i] = n->hnext;
 			n->hnext = new[slot];
@@ -121,7 +126,7 @@ static void hash_grow(struct bch_btree *b)
 
 static void hash_add(struct bch_btree *b, struct bch_node *n)
 {
-	u32 slot = hash_slot(b, n->key.ptr);
+	u32 slot = hash_slot(b, node_loc(&n->key));
 
 	n->hnext = b->hash[slot];
 	b->hash[slot] = n;
@@ -139,14 +144,14 @@ static void lru_del(struct bch_btree *b, struct bch_node *n)
 	}
 }
 
-static u32 drop_slot(u64 ptr)
+static u32 drop_slot(u64 loc)
 {
-	return (u32)((ptr * 0x9e3779b97f4a7c15ULL) >> (64 - BCH_BTREE_DROP_BITS));
+	return (u32)((loc * 0x9e3779b97f4a7c15ULL) >> (64 - BCH_BTREE_DROP_BITS));
 }
 
 static void hash_del(struct bch_btree *b, struct bch_node *n)
 {
-	struct bch_node **p = &b->hash[hash_slot(b, n->key.ptr)];
+	struct bch_node **p = &b->hash[hash_slot(b, node_loc(&n->key))];
 
 	while (*p && *p != n)
 		p = &(*p)->hnext;
@@ -157,7 +162,7 @@ static void hash_del(struct bch_btree *b, struct bch_node *n)
 	if (!n->level)
 		b->leaves--;
 	b->nodes--;
-	b->drop_seq[drop_slot(n->key.ptr)] = ++b->drops;
+	b->drop_seq[drop_slot(node_loc(&n->key))] = ++b->drops;
 }
 
 /* Nodes in memory. */
@@ -250,8 +255,8 @@ static void btree_evict(struct bch_btree *b)
 static void node_set_bucket(struct bch_btree *b, struct bch_node *n, u64 bucket, u8 gen)
 {
 	n->bucket = bucket;
-	n->key.ptr = bucket * b->bucket_sectors;
-	n->key.gen = gen;
+	n->key.ptr[0] = bch_ptr(0, gen, bucket * b->bucket_sectors);
+	n->key.nptrs = 1;
 }
 
 /* A new empty node in a bucket of its own; not yet in the hash. */
@@ -330,13 +335,13 @@ static void node_compact(struct bch_btree *b, struct bch_node *n)
 static void aside_merge(struct bch_btree *b, const struct bch_node *n)
 {
 	b->aside.nkeys = node_merge(b, n, b->aside_keys);
-	b->aside.ptr = n->key.ptr;
+	b->aside.loc = node_loc(&n->key);
 	b->aside.stamp = n->stamp;
 }
 
 static struct bch_node *aside_install(struct bch_btree *b)
 {
-	struct bch_node *n = b->aside.stamp ? node_find(b, b->aside.ptr) : NULL;
+	struct bch_node *n = b->aside.stamp ? node_find(b, b->aside.loc) : NULL;
 
 	if (n && n->stamp == b->aside.stamp) {
 		node_install(b, n, &b->aside_keys, b->aside.nkeys);
@@ -419,7 +424,7 @@ static struct bch_node *node_child(const struct bch_btree *b, const struct bch_n
 				   u32 inode, u64 end)
 {
 	const struct bch_bkey *k = node_search(n, inode, end);
-	struct bch_node *c = k ? node_find(b, k->ptr) : NULL;
+	struct bch_node *c = k ? node_find(b, node_loc(k)) : NULL;
 
 	if (c && WARN_ON(c->level + 1 != n->level))
 		return NULL;
@@ -465,7 +470,7 @@ static void node_prev(const struct bch_node *n, const struct bch_bkey *k,
 static int node_get(struct bch_btree *b, struct bch_node *p, const struct bch_bkey *k,
 		    struct bch_node **out)
 {
-	struct bch_node *c = node_find(b, k->ptr);
+	struct bch_node *c = node_find(b, node_loc(k));
 	struct bch_bkey lo;
 
 	if (c) {
@@ -762,9 +767,7 @@ int bch_btree_insert(struct bch_btree *b, const struct bch_bkey *k)
 
 		n = find_leaf(b, k->inode, pos);
 		next = leaf_end(n, k->inode, end);
-		piece.end = next;
-		piece.size = next - pos;
-		piece.ptr = k->ptr + (pos - start);
+		bch_key_slice(&piece, pos, next);
 		leaf_insert(b, n, &piece);
 	}
 	ret = 0;
@@ -876,9 +879,7 @@ int bch_btree_lookup(struct bch_btree *b, u32 inode, u64 start, u64 end,
 			if (!(k->flags & BCH_KEY_HOLE) && !key_dead(b, k)) {
 				if (bch_key_start(k) <= start) {
 					*out = *k;
-					out->end = min(k->end, end);
-					out->size = out->end - start;
-					out->ptr = k->ptr + (start - bch_key_start(k));
+					bch_key_slice(out, start, min(k->end, end));
 					return 1;
 				}
 				pos = bch_key_start(k);
@@ -898,6 +899,7 @@ int bch_btree_lookup(struct bch_btree *b, u32 inode, u64 start, u64 end,
 	out->size = min(pos, end) - start;
 	out->end = start + out->size;
 	out->flags = BCH_KEY_HOLE;
+	out->nptrs = 0;
 	return 0;
 }
 
@@ -929,7 +931,7 @@ static int node_read_all(struct bch_btree *b, struct bch_node *n)
 		return 0;
 	for (k = node_next(n, NULL); k; k = node_next(n, &pos)) {
 		pos = *k;
-		if (node_find(b, pos.ptr))
+		if (node_find(b, node_loc(&pos)))
 			return -EUCLEAN;
 		ret = node_get(b, n, &pos, &c);
 		if (!ret)
@@ -1033,7 +1035,7 @@ static int gc_path(struct bch_btree *b, struct bch_node **path, unsigned int *de
 		if (!n->level)
 			return 1;
 		k = node_search(n, inode, end);
-		c = k ? node_find(b, k->ptr) : NULL;
+		c = k ? node_find(b, node_loc(k)) : NULL;
 		if (!c || c->level + 1 != n->level || bch_bkey_cmp(&c->key, k))
 			return -EAGAIN;
 		n = c;
@@ -1253,7 +1255,7 @@ static int node_write(struct bch_btree *b, struct bch_node *n, struct bch_node *
 		/* What is open goes to disk as one set. */
 		node_merge_open(b, n, n->nwritten);
 		bytes = bch_bset_bytes(bch_bset_live(&n->sets[n->nsets - 1]),
-				       block_bytes);
+				       b->key_bytes, block_bytes);
 		if (n->written + (bytes >> BCH_SECTOR_SHIFT) <= b->bucket_sectors) {
 			write_pend(b, n, n->bucket, n->written, n->seq, false);
 			return 0;
@@ -1284,7 +1286,7 @@ static struct bch_node *flush_next(struct bch_btree *b, struct bch_node *n,
 		return n;
 	for (k = node_next(n, NULL); k; k = node_next(n, &pos)) {
 		pos = *k;
-		c = node_find(b, k->ptr);
+		c = node_find(b, node_loc(k));
 		if (!c || node_done(b, c))
 			continue;
 		if (!c->level && !c->dirty) {
@@ -1326,7 +1328,7 @@ int bch_btree_flush_step(struct bch_btree *b)
 		for (k = node_search(n, b->flush_pos.inode, b->flush_pos.end); k;
 		     k = node_next(n, &pos)) {
 			pos = *k;
-			c = node_find(b, k->ptr);
+			c = node_find(b, node_loc(k));
 			if (c && !node_done(b, c) && (c->level || c->dirty))
 				break;
 			if (c)
@@ -1374,7 +1376,7 @@ int bch_btree_flush_write(struct bch_btree *b)
 	/* Unchanged since the step: the whole node, or its open set. */
 	sectors = bch_bset_pack(b->iobuf, &n->sets[n->nsets - 1], b->pend.seq,
 				n->level, b->pend.whole ? 0 : n->nwritten,
-				block_bytes) >> BCH_SECTOR_SHIFT;
+				block_bytes, b->key_bytes) >> BCH_SECTOR_SHIFT;
 	ret = b->ops->io(b, true, b->pend.bucket, b->pend.offset, b->iobuf, sectors);
 	write_lock(&n->lock);
 	n->writing = false;
@@ -1463,7 +1465,8 @@ static int leaf_keys_check(struct bch_btree *b, const struct bch_node *n,
 		why = b->ops->key_invalid(b, &k[i]);
 		if (why) {
 			pr_err("node in bucket %llu: leaf key (inode %u, end %llu, cache sector %llu, %u sectors) %s\n",
-			       n->bucket, k[i].inode, k[i].end, k[i].ptr, k[i].size, why);
+			       n->bucket, k[i].inode, k[i].end, bch_key_sector(&k[i]), k[i].size,
+			       why);
 			return -EUCLEAN;
 		}
 	}
@@ -1483,7 +1486,8 @@ static int node_parse(struct bch_btree *b, struct bch_node *n, const u8 *buf)
 		ret = bch_bset_unpack(buf + off, bucket_bytes - off, &n->seq,
 				      n->level, n->nsets, n->keys + n->nkeys,
 				      b->node_keys - n->nkeys,
-				      b->block_sectors << BCH_SECTOR_SHIFT, &bytes);
+				      b->block_sectors << BCH_SECTOR_SHIFT, b->key_bytes,
+				      &bytes);
 		if (ret < 0)
 			break;		/* torn, stale or never written */
 		if (leaf_keys_check(b, n, n->keys + n->nkeys, ret))
@@ -1512,8 +1516,8 @@ static bool bad_ptr(const struct bch_btree *b, const struct bch_bkey *k)
 {
 	u32 rem;
 
-	div_u64_rem(k->ptr, b->bucket_sectors, &rem);
-	return k->size != 1 || rem;
+	div_u64_rem(bch_key_sector(k), b->bucket_sectors, &rem);
+	return k->size != 1 || k->nptrs != 1 || bch_ptr_dev(k->ptr[0]) || rem;
 }
 
 static int node_check(struct bch_btree *b, const struct bch_node *n, const struct bch_bkey *lo)
@@ -1557,7 +1561,7 @@ static int node_load_from(struct bch_btree *b, const struct bch_bkey *key,
 		return -ENOMEM;
 	n->key = *key;
 	n->lo = *lo;
-	n->bucket = div_u64(key->ptr, b->bucket_sectors);
+	n->bucket = div_u64(bch_key_sector(key), b->bucket_sectors);
 
 	ret = 0;
 	if (!buf) {
@@ -1623,7 +1627,7 @@ static struct bch_node *want_walk(const struct bch_btree *b, u32 inode, u64 end,
 		k = node_search(n, inode, end);
 		if (!k)
 			return NULL;	/* corrupt: the locked path says so */
-		c = node_find(b, k->ptr);
+		c = node_find(b, node_loc(k));
 		if (!c) {
 			want_set(b, n, k, w);
 			*missing = true;
@@ -1669,14 +1673,14 @@ int bch_btree_want_read(struct bch_btree *b, const struct bch_btree_want *w, voi
 {
 	if (bad_ptr(b, &w->key))
 		return -EUCLEAN;
-	return b->ops->io(b, false, div_u64(w->key.ptr, b->bucket_sectors), 0,
+	return b->ops->io(b, false, div_u64(bch_key_sector(&w->key), b->bucket_sectors), 0,
 			  buf, b->bucket_sectors);
 }
 
 static bool want_intact(const struct bch_btree *b, const struct bch_btree_want *w)
 {
 	return w->drops >= b->drops_floor &&
-	       b->drop_seq[drop_slot(w->key.ptr)] <= w->drops;
+	       b->drop_seq[drop_slot(node_loc(&w->key))] <= w->drops;
 }
 
 int bch_btree_want_fill(struct bch_btree *b, const struct bch_btree_want *w,
@@ -1686,7 +1690,7 @@ int bch_btree_want_fill(struct bch_btree *b, const struct bch_btree_want *w,
 	const struct bch_bkey *k;
 	int ret;
 
-	if (node_find(b, w->key.ptr))
+	if (node_find(b, node_loc(&w->key)))
 		return 0;		/* read by another meanwhile */
 	if (!want_intact(b, w))
 		return -EAGAIN;
@@ -1695,8 +1699,7 @@ int bch_btree_want_fill(struct bch_btree *b, const struct bch_btree_want *w,
 	if (!p || p->level != w->level + 1)
 		return -EAGAIN;
 	k = node_search(p, w->key.inode, w->key.end);
-	if (!k || bch_bkey_cmp(k, &w->key) || k->ptr != w->key.ptr ||
-	    k->gen != w->key.gen)
+	if (!k || bch_bkey_cmp(k, &w->key) || k->ptr[0] != w->key.ptr[0])
 		return -EAGAIN;
 	ret = node_load_from(b, k, w->level, &w->lo, buf, &n);
 	if (ret)
@@ -1728,8 +1731,9 @@ static int btree_setup(struct bch_btree *b)
 
 	b->root = NULL;
 	b->level = 0;
-	b->node_keys = (bucket_bytes - sizeof(struct bch_bset_disk)) /
-		       sizeof(struct bch_bkey_disk);
+	if (!b->key_bytes)
+		b->key_bytes = BCH_KEY_BYTES_V3;
+	b->node_keys = (bucket_bytes - sizeof(struct bch_bset_disk)) / b->key_bytes;
 	b->split_keys = b->node_keys * 3 / 4;
 	b->nodes = 0;
 	b->compactions = 0;

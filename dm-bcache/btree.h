@@ -4,12 +4,13 @@
  * design (see btree.c for how nodes are kept and written).
  *
  * Keys are ordered by (inode, end). A leaf key maps the origin sectors
- * [end - size, end) of @inode to the cache sectors starting at @ptr, in a
- * bucket of generation @gen; a BCH_KEY_HOLE key maps them to nothing and
- * only hides older keys. An interior key points to a child node: (inode,
- * end) is the largest key the child may hold, @ptr the first sector of the
- * child's bucket, @gen that bucket's gen and @size always 1 (so a pointer
- * key is never mistaken for an empty one).
+ * [end - size, end) of @inode to the cache sectors each of its pointers
+ * starts at, in a bucket of the gen the pointer carries; a BCH_KEY_HOLE key
+ * maps them to nothing and only hides older keys. An interior key points
+ * to a child node: (inode, end) is the largest key the child may hold, its
+ * pointer the first sector of the child's bucket with that bucket's gen,
+ * and @size always 1 (so a pointer key is never mistaken for an empty one).
+ * Nodes are found by where their pointer points (bch_ptr_loc()).
  *
  * Nodes are read on demand. Interior nodes stay in memory once read; a
  * clean leaf (one whose memory and disk agree) may be evicted whenever
@@ -29,21 +30,42 @@
 
 #include "bch_compat.h"
 
-/* The disk layout in CPU byte order. */
-struct bch_bkey {
-	u32	inode;
-	u32	size;		/* sectors; 0 = deleted */
-	u64	end;		/* END of the extent in origin sectors */
-	u64	ptr;		/* first cache sector of the data */
-	u8	gen;
-	u8	flags;		/* BCH_KEY_* */
-	u16	pad;
-	u32	csum;
-};
+#include "bcache_ondisk.h"
 
 static inline u64 bch_key_start(const struct bch_bkey *k)
 {
 	return k->end - k->size;
+}
+
+/* The first pointer's sector and gen (a node key, or one copy of data). */
+static inline u64 bch_key_sector(const struct bch_bkey *k)
+{
+	return bch_ptr_sector(k->ptr[0]);
+}
+
+static inline u8 bch_key_gen(const struct bch_bkey *k)
+{
+	return bch_ptr_gen(k->ptr[0]);
+}
+
+/* Drop the first @n sectors of @k's extent: its pointers move with it. */
+static inline void bch_key_cut_front(struct bch_bkey *k, u32 n)
+{
+	unsigned int i;
+
+	for (i = 0; i < k->nptrs; i++)
+		k->ptr[i] += n;		/* stays in its bucket: no carry */
+	if (k->flags & BCH_KEY_CSUM)
+		k->csum_front += n;
+	k->size -= n;
+}
+
+/* Restrict @k to [@start, @end), a part of its extent. */
+static inline void bch_key_slice(struct bch_bkey *k, u64 start, u64 end)
+{
+	bch_key_cut_front(k, start - bch_key_start(k));
+	k->end = end;
+	k->size = end - start;
 }
 
 /* The largest number of sets a node may have (the limit for max_sets). */
@@ -105,6 +127,8 @@ struct bch_btree {
 	 * 0 = default.
 	 */
 	u32		bucket_sectors, block_sectors, max_sets, open_set_keys;
+	/* The cache's key layout on disk: BCH_KEY_BYTES_V2 or _V3 (0: _V3). */
+	u32		key_bytes;
 	/*
 	 * Clean leaves beyond this many resident ones are evicted (0: every
 	 * one not in use; U64_MAX: none). The caller may change it at any
@@ -143,7 +167,7 @@ struct bch_btree {
 		bool		tried;		/* merged aside this step */
 	} gc_prep;
 	struct {				/* what aside_keys holds */
-		u64		ptr;		/* of the node merged */
+		u64		loc;		/* of the node merged */
 		u64		stamp;		/* its stamp then; 0: none */
 		u32		nkeys;
 	} aside;
@@ -282,8 +306,9 @@ typedef void (*bch_btree_gc_fn)(struct bch_btree *b, const struct bch_bkey *k,
 /*
  * A GC pass: compact every node holding dead, deleted or hole keys; then
  * call @fn for every live leaf key (is_node false) and, with is_node true,
- * for every node's own pointer key (its bucket is k->ptr / bucket_sectors,
- * its gen k->gen), in no particular order. @fn must not change the tree.
+ * for every node's own pointer key (its bucket is bch_key_sector(k) /
+ * bucket_sectors, its gen bch_key_gen(k)), in no particular order. @fn
+ * must not change the tree.
  * Reads every node not in memory, evicting as it goes. Compacted nodes
  * are rewritten to new buckets by the next flush.
  */

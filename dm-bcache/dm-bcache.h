@@ -131,6 +131,9 @@ struct bch_cache_set {
 	u64			nbuckets;
 	u64			first_bucket;
 	u32			journal_buckets;
+	u32			version;	/* of the format: 2 or 3 */
+	u32			key_bytes;	/* of a key on disk */
+	struct bch_member_geom	geom;		/* member 0's, for the key rules */
 	struct bch_bucket	*buckets;	/* nbuckets entries */
 	void			*prio_buf;	/* the copy the open read */
 	void			*prio_chunk;	/* a write's piece of a copy */

@@ -29,7 +29,7 @@
 static struct bch_bucket *bch_gc_bucket(struct bch_cache_set *set,
 					const struct bch_bkey *k)
 {
-	u64 bucket = k->ptr / set->bucket_size;
+	u64 bucket = bch_key_sector(k) / set->bucket_size;
 
 	if (bucket < set->first_bucket || bucket >= set->nbuckets)
 		return NULL;
@@ -118,7 +118,7 @@ bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 
 	return k->inode == BCH_INODE_NONE ||
 	       k->inode != bch_slot_inode(set, k->inode % BCH_UUID_SLOTS) ||
-	       bch_ptr_stale(set, k->ptr, k->gen);
+	       bch_ptr_stale(set, bch_key_sector(k), bch_key_gen(k));
 }
 
 /*

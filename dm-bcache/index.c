@@ -52,7 +52,7 @@ MODULE_PARM_DESC(shared_inserts,
 static void bch_index_budget(struct bch_cache_set *set)
 {
 	int mb = READ_ONCE(node_cache_mb);
-	u64 bytes;
+	u64 bytes, leaf;
 
 	if (mb == set->node_cache_mb)
 		return;
@@ -61,8 +61,13 @@ static void bch_index_budget(struct bch_cache_set *set)
 		bytes = ((u64)totalram_pages() << PAGE_SHIFT) / 8;
 	else
 		bytes = (u64)mb << 20;
-	/* A leaf's keys take about one bucket of memory. */
-	set->btree.max_leaves = div64_u64(bytes, (u64)set->bucket_size << SECTOR_SHIFT);
+	/*
+	 * A leaf's memory: as many in-memory keys as a bucket holds on disk
+	 * (a bucket's worth in version 3, half as much again in version 2).
+	 */
+	leaf = (((u64)set->bucket_size << SECTOR_SHIFT) - sizeof(struct bch_bset_disk)) /
+	       set->key_bytes * sizeof(struct bch_bkey);
+	set->btree.max_leaves = div64_u64(bytes, leaf);
 }
 
 static int bch_op_alloc(struct bch_btree *b, u64 *bucket, u8 *gen)
@@ -127,6 +132,7 @@ static void bch_index_setup(struct bch_cache_set *set)
 	b->priv = set;
 	b->bucket_sectors = set->bucket_size;
 	b->block_sectors = set->block_size;
+	b->key_bytes = set->key_bytes;
 	b->max_sets = 4;
 	set->node_cache_mb = INT_MIN;
 	bch_index_budget(set);
@@ -257,10 +263,10 @@ static void bch_index_shrinker_stop(struct bch_cache_set *set)
 static int bch_replay_mark(struct bch_cache_set *set, const struct bch_bkey *k,
 			   void *arg)
 {
-	struct bch_bucket *b = &set->buckets[k->ptr / set->bucket_size];
+	struct bch_bucket *b = &set->buckets[bch_key_sector(k) / set->bucket_size];
 	unsigned int slot = k->inode % BCH_UUID_SLOTS;
 
-	if (!(k->flags & BCH_KEY_HOLE) && k->gen == b->gen) {
+	if (!(k->flags & BCH_KEY_HOLE) && bch_key_gen(k) == b->gen) {
 		b->sectors += k->size;
 		/* Counted twice if it overwrote dirty data: exact after GC. */
 		if (k->flags & BCH_KEY_DIRTY) {
@@ -310,14 +316,14 @@ int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost)
 	bch_index_setup(set);
 	*lost = !trusted;
 
-	bch_bkey_unpack(&root, &set->sb->btree_root);
-	states = trusted && bch_prios_load_state(set);
+	/* A root no key of this version can be: the index cannot be trusted. */
+	r = trusted && !bch_sb_root(set->sb, &root) ? -EUCLEAN : 0;
+	states = !r && trusted && bch_prios_load_state(set);
 	bch_prios_read_done(set);
 	if (states)
 		bch_uuids_load_dirty(set);
 	set->states_ok = states;
-	r = 0;
-	if (trusted && root.size) {
+	if (!r && trusted && root.size) {
 		r = bch_btree_load(b, &root, le32_to_cpu(set->sb->btree_level));
 		if (!r && !states)
 			r = bch_gc_initial(set);
@@ -579,9 +585,9 @@ void bch_index_read_ahead(struct bch_cache_set *set, u32 inode, u64 start,
 			  bch_btree_want(b, inode, start, end, &w);
 		up_read(&set->btree_lock);
 		/* The same node again: evicted meanwhile, leave it to the user. */
-		if (!missing || w.key.ptr == last)
+		if (!missing || bch_ptr_loc(w.key.ptr[0]) == last)
 			break;
-		last = w.key.ptr;
+		last = bch_ptr_loc(w.key.ptr[0]);
 		if (slot < 0)
 			slot = bch_index_buf_get(set);
 		if (slot < 0 || bch_btree_want_read(b, &w, set->read_buf[slot]))
@@ -709,16 +715,18 @@ static int bch_checkpoint_sb(struct bch_cache_set *set, const struct bch_bkey *r
 {
 	struct bch_sb_disk *sb = set->sb;
 	struct bch_bkey_disk old_root;
+	struct bch_bkey3_disk old_root3;
 	__le64 old_seq, old_pos;
 	__le32 old_level;
 	int r;
 
 	mutex_lock(&set->lock);
 	old_root = sb->btree_root;
+	old_root3 = sb->btree_root3;
 	old_level = sb->btree_level;
 	old_seq = sb->journal_seq;
 	old_pos = sb->journal_pos;
-	bch_bkey_pack(&sb->btree_root, root);
+	bch_sb_set_root(sb, root);
 	sb->btree_level = cpu_to_le32(level);
 	sb->journal_seq = cpu_to_le64(seq);
 	sb->journal_pos = cpu_to_le64(pos);
@@ -726,6 +734,7 @@ static int bch_checkpoint_sb(struct bch_cache_set *set, const struct bch_bkey *r
 	if (r) {
 		/* What is on disk stays in force. */
 		sb->btree_root = old_root;
+		sb->btree_root3 = old_root3;
 		sb->btree_level = old_level;
 		sb->journal_seq = old_seq;
 		sb->journal_pos = old_pos;

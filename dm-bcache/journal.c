@@ -38,9 +38,14 @@ static void bch_journal_write_work(struct work_struct *work);
 static void bch_journal_done_work(struct work_struct *work);
 static void bch_journal_write(struct bch_journal *j);
 
-static u32 bch_jset_bytes(u32 nkeys)
+static u32 bch_jset_bytes(const struct bch_cache_set *set, u32 nkeys)
 {
-	return sizeof(struct bch_jset_disk) + nkeys * sizeof(struct bch_bkey_disk);
+	return sizeof(struct bch_jset_disk) + nkeys * set->key_bytes;
+}
+
+static void *bch_jset_key(struct bch_jset_disk *d, const struct bch_cache_set *set, u32 i)
+{
+	return (u8 *)(d + 1) + (size_t)set->key_bytes * i;
 }
 
 static void bch_journal_want_cp(struct bch_cache_set *set)
@@ -73,7 +78,7 @@ int bch_journal_init(struct bch_cache_set *set)
 	j->ring_sectors = (u64)le32_to_cpu(sb->journal_buckets) *
 		set->bucket_size;
 	j->max_sectors = min_t(u32, BCH_JSET_MAX_SECTORS, set->bucket_size);
-	j->max_keys = bch_jset_max_keys(j->max_sectors);
+	j->max_keys = bch_jset_max_keys(j->max_sectors, set->key_bytes);
 	j->seq = le64_to_cpu(sb->journal_seq);
 	j->pos = le64_to_cpu(sb->journal_pos);
 	for (i = 0; i < ARRAY_SIZE(j->buf); i++) {
@@ -138,14 +143,14 @@ static int bch_jset_check(struct bch_cache_set *set, struct bch_jset_disk *d,
 	u32 sectors = le32_to_cpu(d->sectors), nkeys = le32_to_cpu(d->nkeys);
 	u64 s = le64_to_cpu(d->seq);
 
-	if (le32_to_cpu(d->magic) != BCH_JSET_MAGIC ||
+	if (le32_to_cpu(d->magic) != bch_jset_magic(set->version) ||
 	    memcmp(d->set_uuid, set->sb->set_uuid, sizeof(d->set_uuid)) ||
 	    (later ? s < seq : s != seq) || !sectors || sectors > room ||
 	    sectors & (set->block_size - 1) ||
-	    nkeys > bch_jset_max_keys(sectors))
+	    nkeys > bch_jset_max_keys(sectors, set->key_bytes))
 		return -1;
 	if (bch_crc32c((u8 *)d + sizeof(d->csum),
-		       bch_jset_bytes(nkeys) - sizeof(d->csum)) !=
+		       bch_jset_bytes(set, nkeys) - sizeof(d->csum)) !=
 	    le32_to_cpu(d->csum))
 		return -1;
 	return nkeys;
@@ -158,11 +163,7 @@ static int bch_jset_check(struct bch_cache_set *set, struct bch_jset_disk *d,
  */
 const char *bch_key_invalid(struct bch_cache_set *set, const struct bch_bkey *k)
 {
-	return bch_leaf_key_invalid(k->size, k->end, k->ptr, k->flags,
-				    set->bucket_size, set->first_bucket,
-				    set->nbuckets,
-				    le64_to_cpu(set->sb->journal_first),
-				    set->journal_buckets);
+	return bch_leaf_key_invalid(k, set->version, &set->geom, 1);
 }
 
 /* Read the good entry with @seq at ring sector @pos into the first buffer. */
@@ -264,8 +265,9 @@ int bch_journal_walk(struct bch_cache_set *set,
 			return -EIO;
 		pos = (pos + skip) % j->ring_sectors;
 		for (i = 0; i < le32_to_cpu(d->nkeys); i++) {
-			bch_bkey_unpack(&k, &d->keys[i]);
-			if (!err && bch_key_invalid(set, &k))
+			if (!err && (!bch_bkey_unpack(&k, bch_jset_key(d, set, i),
+						      set->key_bytes) ||
+				     bch_key_invalid(set, &k)))
 				err = -EINVAL;
 			if (!err)
 				err = fn(set, &k, arg);
@@ -306,7 +308,7 @@ static bool bch_journal_seal(struct bch_journal *j)
 	u64 skip = 0;
 
 	lockdep_assert_held(&j->lock);
-	jb->sectors = round_up(bch_jset_bytes(jb->nkeys), block) >> SECTOR_SHIFT;
+	jb->sectors = round_up(bch_jset_bytes(set, jb->nkeys), block) >> SECTOR_SHIFT;
 	if (j->pos % set->bucket_size + jb->sectors > set->bucket_size)
 		skip = set->bucket_size - j->pos % set->bucket_size;
 	if (j->used + skip + jb->sectors > j->ring_sectors ||
@@ -315,15 +317,15 @@ static bool bch_journal_seal(struct bch_journal *j)
 
 	j->pos = (j->pos + skip) % j->ring_sectors;
 	jb->sector = j->ring_start + j->pos;
-	d->magic = cpu_to_le32(BCH_JSET_MAGIC);
+	d->magic = cpu_to_le32(bch_jset_magic(set->version));
 	d->seq = cpu_to_le64(j->seq);
 	d->nkeys = cpu_to_le32(jb->nkeys);
 	d->sectors = cpu_to_le32(jb->sectors);
 	memcpy(d->set_uuid, set->sb->set_uuid, sizeof(d->set_uuid));
-	memset((u8 *)d + bch_jset_bytes(jb->nkeys), 0,
-	       (jb->sectors << SECTOR_SHIFT) - bch_jset_bytes(jb->nkeys));
+	memset((u8 *)d + bch_jset_bytes(set, jb->nkeys), 0,
+	       (jb->sectors << SECTOR_SHIFT) - bch_jset_bytes(set, jb->nkeys));
 	d->csum = cpu_to_le32(bch_crc32c((u8 *)d + sizeof(d->csum),
-					 bch_jset_bytes(jb->nkeys) -
+					 bch_jset_bytes(set, jb->nkeys) -
 					 sizeof(d->csum)));
 	j->pos = (j->pos + jb->sectors) % j->ring_sectors;
 	j->used += skip + jb->sectors;
@@ -462,7 +464,7 @@ void bch_journal_add(struct bch_cache_set *set, const struct bch_bkey *k,
 		return;
 	}
 	jb = j->cur;
-	bch_bkey_pack(&jb->data->keys[jb->nkeys++], k);
+	bch_bkey_pack(bch_jset_key(jb->data, j->set, jb->nkeys++), k, j->set->key_bytes);
 	if (waiter)
 		bio_list_add(&jb->waiters, waiter);
 	spin_unlock(&j->lock);

@@ -174,7 +174,7 @@ static void bch_fill_done(struct bch_index_op *op, int r)
 
 	if (!r)
 		bch_journal_add(bt->set, &op->k, NULL);
-	bch_alloc_done(bt->set, op->k.ptr, r ? 0 : op->k.size);
+	bch_alloc_done(bt->set, bch_key_sector(&op->k), r ? 0 : op->k.size);
 	if (r)
 		return;
 	atomic64_add(op->k.size, &bt->stats.filled);
@@ -192,8 +192,8 @@ static int bch_fill_index(struct bch_fill *f, u64 sector, u32 sectors, u64 ptr,
 				.inode	= f->inode,
 				.size	= sectors,
 				.end	= sector + sectors,
-				.ptr	= ptr,
-				.gen	= gen,
+				.ptr	= { bch_ptr(0, gen, ptr) },
+				.nptrs	= 1,
 			},
 			.check	= bch_fill_check,
 			.done	= bch_fill_done,
@@ -443,12 +443,12 @@ static struct bio *bch_piece_alloc(struct bch_target *bt, struct bio *bio,
 	if (!clone)
 		return NULL;
 	bio_trim(clone, off, k->size);
-	clone->bi_iter.bi_sector = k->ptr;
+	clone->bi_iter.bi_sector = bch_key_sector(k);
 	clone->bi_end_io = bch_piece_endio;
 	clone->bi_private = bio;
 	p = container_of(clone, struct bch_piece, bio);
-	p->ptr = k->ptr;
-	p->gen = k->gen;
+	p->ptr = bch_key_sector(k);
+	p->gen = bch_key_gen(k);
 	return clone;
 }
 
@@ -736,11 +736,11 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	if (hit) {
 		io->kind = BCH_IO_HIT;
 		io->dirty = !!(k.flags & BCH_KEY_DIRTY);
-		io->ptr = k.ptr;
-		io->gen = k.gen;
+		io->ptr = bch_key_sector(&k);
+		io->gen = bch_key_gen(&k);
 		bio_set_dev(bio, set->bdev);
-		bio->bi_iter.bi_sector = k.ptr;
-		bch_bucket_hit(set, k.ptr, sectors);
+		bio->bi_iter.bi_sector = bch_key_sector(&k);
+		bch_bucket_hit(set, bch_key_sector(&k), sectors);
 		atomic64_inc(&bt->stats.read_hits);
 		return DM_MAPIO_REMAPPED;
 	}
@@ -1301,8 +1301,8 @@ static void bch_dirty_index_work(struct work_struct *work)
 				.inode	= io->inode,
 				.size	= sectors,
 				.end	= io->iter.bi_sector + sectors,
-				.ptr	= io->ptr,
-				.gen	= io->gen,
+				.ptr	= { bch_ptr(0, io->gen, io->ptr) },
+				.nptrs	= 1,
 				.flags	= BCH_KEY_DIRTY,
 			},
 			.check	= bch_dirty_check,

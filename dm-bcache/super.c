@@ -207,7 +207,8 @@ static const char *bch_sb_validate(struct bch_cache_set *set,
 		return "cache device has no dm-bcache superblock (bad magic)";
 	if (le32_to_cpu(sb->csum) != bch_sb_csum(sb))
 		return "cache superblock checksum mismatch";
-	if (le32_to_cpu(sb->version) != BCH_SB_VERSION)
+	if (le32_to_cpu(sb->version) < BCH_SB_VERSION_MIN ||
+	    le32_to_cpu(sb->version) > BCH_SB_VERSION)
 		return "unsupported cache superblock version";
 	if (!is_pow2_in(block, BCH_MIN_BLOCK_SECTORS, BCH_MAX_BLOCK_SECTORS) ||
 	    (block << SECTOR_SHIFT) < bdev_logical_block_size(set->bdev))
@@ -328,6 +329,9 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 	set->nbuckets = le64_to_cpu(set->sb->nbuckets);
 	set->first_bucket = le64_to_cpu(set->sb->first_bucket);
 	set->journal_buckets = le32_to_cpu(set->sb->journal_buckets);
+	set->version = le32_to_cpu(set->sb->version);
+	set->key_bytes = bch_key_bytes(set->version);
+	bch_sb_geom(set->sb, &set->geom);
 
 	r = bch_prios_read(set, error);
 	if (r)

@@ -252,8 +252,8 @@ static u64 bch_wb_collect_range(struct bch_target *bt, u32 inode,
 				e = &b->ext[b->nr];
 				e->start = pos;
 				e->size = k.size;
-				e->ptr = k.ptr;
-				e->gen = k.gen;
+				e->ptr = bch_key_sector(&k);
+				e->gen = bch_key_gen(&k);
 				wb->ranges[b->nr].start = pos;
 				wb->ranges[b->nr].end = pos + k.size;
 				b->nr++;
@@ -401,7 +401,7 @@ static void bch_wb_mark_clean(struct bch_target *bt, struct bch_wb_extent *ext,
 			continue;	/* not written back */
 		if (bch_index_lookup(set, inode, e->start, e->start + e->size,
 				     &k) != 1 ||
-		    k.size != e->size || k.ptr != e->ptr || k.gen != e->gen ||
+		    k.size != e->size || bch_key_sector(&k) != e->ptr || bch_key_gen(&k) != e->gen ||
 		    !(k.flags & BCH_KEY_DIRTY))
 			continue;
 		dirty = k;

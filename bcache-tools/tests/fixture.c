@@ -154,6 +154,21 @@ static void set_slot(unsigned int i, const char *uuid)
 	u->sectors = htole64(1 << 20);
 }
 
+/* @k's one pointer: cache sector @sector in a bucket of gen @gen. */
+static void fx_ptr(struct bch_bkey *k, u64 sector, u8 gen)
+{
+	k->ptr[0] = bch_ptr(0, gen, sector);
+	k->nptrs = 1;
+}
+
+/* The gen the bucket array gives the bucket of @sector (0 past the end). */
+static u8 fx_gen(u64 sector)
+{
+	u64 b = sector / c.bucket_size;
+
+	return b < c.nbuckets ? c.prio[b].gen : 0;
+}
+
 static void fx_insert(const struct bch_bkey *k)
 {
 	if (bch_btree_insert(&c.b, k))
@@ -223,8 +238,8 @@ static int do_index(int argc, char **argv)
 			k.inode = inode;
 			k.size = 8;
 			k.end = i * 8 + 8;
-			k.ptr = data_first() * c.bucket_size + i * 8;
-			k.gen = c.prio[k.ptr / c.bucket_size].gen;
+			fx_ptr(&k, data_first() * c.bucket_size + i * 8,
+			       fx_gen(data_first() * c.bucket_size + i * 8));
 			k.flags = i < dirty ? BCH_KEY_DIRTY : 0;
 			fx_insert(&k);
 		}
@@ -235,34 +250,31 @@ static int do_index(int argc, char **argv)
 	k.flags = 0;
 	if (outside) {
 		k.end = keys * 8 + 1000;
-		k.ptr = 8;
-		k.gen = c.prio[0].gen;
+		fx_ptr(&k, 8, c.prio[0].gen);
 		fx_insert(&k);
 	}
 	if (cross) {
 		k.end = keys * 8 + 2000;
-		k.ptr = (node_limit - 1) * c.bucket_size + c.bucket_size - 4;
-		k.gen = c.prio[node_limit - 1].gen;
+		fx_ptr(&k, (node_limit - 1) * c.bucket_size + c.bucket_size - 4,
+		       c.prio[node_limit - 1].gen);
 		fx_insert(&k);
 	}
 	if (future) {
 		k.inode = 2 << BCH_INODE_SLOT_BITS;
 		k.end = keys * 8 + 3000;
-		k.ptr = (node_limit - 1) * c.bucket_size;
-		k.gen = c.prio[node_limit - 1].gen;
+		fx_ptr(&k, (node_limit - 1) * c.bucket_size, c.prio[node_limit - 1].gen);
 		fx_insert(&k);
 		k.inode = inode;
 	}
 	if (injournal) {
 		k.end = keys * 8 + 5000;
-		k.ptr = le64toh(c.sb.journal_first) * c.bucket_size;
-		k.gen = c.prio[le64toh(c.sb.journal_first)].gen;
+		fx_ptr(&k, le64toh(c.sb.journal_first) * c.bucket_size,
+		       c.prio[le64toh(c.sb.journal_first)].gen);
 		fx_insert(&k);
 	}
 	if (csum) {
 		k.end = keys * 8 + 6000;
-		k.ptr = (node_limit - 1) * c.bucket_size + 8;
-		k.gen = c.prio[node_limit - 1].gen;
+		fx_ptr(&k, (node_limit - 1) * c.bucket_size + 8, c.prio[node_limit - 1].gen);
 		k.flags = BCH_KEY_CSUM;
 		fx_insert(&k);
 		k.flags = 0;
@@ -272,24 +284,24 @@ static int do_index(int argc, char **argv)
 	if (alias) {
 		bch_btree_root(&c.b, &root, &level);
 		k.end = keys * 8 + 4000;
-		k.ptr = root.ptr;
-		k.gen = root.gen;
+		fx_ptr(&k, bch_key_sector(&root), bch_key_gen(&root));
 		fx_insert(&k);
 		fx_flush();
 		bch_btree_root(&c.b, &root, &level);
-		if (k.ptr != root.ptr)
+		if (bch_key_sector(&k) != bch_key_sector(&root))
 			die("alias: the root moved");
 	}
 	for (i = 0; i < stale; i++)
 		c.prio[data_first() + i].gen++;
 
 	bch_btree_root(&c.b, &root, &level);
-	bch_bkey_pack(&c.sb.btree_root, &root);
+	bch_sb_set_root(&c.sb, &root);
 	c.sb.btree_level = htole32(level);
 	c.sb.flags = htole64(BCH_SB_CLEAN);
 	write_meta();
-	printf("root %llu level %u nodes %llu\n", (unsigned long long)(root.ptr / c.bucket_size),
-	       level, (unsigned long long)bch_btree_nodes(&c.b));
+	printf("root %llu level %u nodes %llu\n",
+	       (unsigned long long)(bch_key_sector(&root) / c.bucket_size), level,
+	       (unsigned long long)bch_btree_nodes(&c.b));
 	return 0;
 }
 
@@ -309,12 +321,23 @@ static int do_flip(const char *path, const char *offset)
 	return 0;
 }
 
+/* Point the root at another sector, as corruption would. */
+static void fx_set_root_sector(u64 sector)
+{
+	struct bch_bkey root;
+
+	if (!bch_sb_root(&c.sb, &root))
+		die("the root is no key");
+	fx_ptr(&root, sector, bch_key_gen(&root));
+	bch_sb_set_root(&c.sb, &root);
+}
+
 static void do_sb(const char *what)
 {
 	if (what && !strcmp(what, "dirty"))
 		c.sb.flags &= ~htole64(BCH_SB_CLEAN);
 	else if (what && !strncmp(what, "rootptr=", 8))
-		c.sb.btree_root.ptr = htole64(strtoull(what + 8, NULL, 0));
+		fx_set_root_sector(strtoull(what + 8, NULL, 0));
 	else if (what && !strncmp(what, "jfirst=", 7))
 		c.sb.journal_first = htole64(strtoull(what + 7, NULL, 0));
 	else if (what && !strncmp(what, "jbuckets=", 9))
@@ -363,6 +386,7 @@ static void jentry(struct jwriter *w, char *spec)
 {
 	u32 block = c.block_size, bucket = c.bucket_size, sectors = 0, nkeys = 0, i, n;
 	static struct bch_bkey keys[BCH_JSET_MAX_SECTORS << BCH_SECTOR_SHIFT >> 5];
+	u32 key_bytes = bch_sb_key_bytes(&c.sb);
 	struct bch_jset_disk *e;
 	bool torn = false, badseq = false, baduuid = false, stale = false, skip = false;
 	bool dirty = false, csum = false, lost = false;
@@ -386,11 +410,10 @@ static void jentry(struct jwriter *w, char *spec)
 			} else {
 				if (*p++ != '@')
 					die("journal key: d:START+LEN@BUCKET[+OFF] expected");
-				b = parse_u64(p, &p);
-				k->ptr = b * bucket;
+				b = parse_u64(p, &p) * bucket;
 				if (*p == '+')
-					k->ptr += parse_u64(p + 1, &p);
-				k->gen = b < c.nbuckets ? c.prio[b].gen : 0;
+					b += parse_u64(p + 1, &p);
+				fx_ptr(k, b, fx_gen(b));
 			}
 			if (*p)
 				die("journal key: trailing characters");
@@ -412,9 +435,7 @@ static void jentry(struct jwriter *w, char *spec)
 				k->inode = 1 << BCH_INODE_SLOT_BITS;
 				k->size = 8;
 				k->end = start + 8 * i + 8;
-				k->ptr = first + 8 * i;
-				b = k->ptr / bucket;
-				k->gen = b < c.nbuckets ? c.prio[b].gen : 0;
+				fx_ptr(k, first + 8 * i, fx_gen(first + 8 * i));
 			}
 		} else if (!strncmp(tok, "sectors=", 8)) {
 			sectors = strtoul(tok + 8, NULL, 0);
@@ -459,7 +480,7 @@ static void jentry(struct jwriter *w, char *spec)
 	}
 	for (i = 0; i < nkeys; i++)
 		keys[i].inode = epoch << BCH_INODE_SLOT_BITS | slot;
-	bytes = sizeof(*e) + nkeys * sizeof(e->keys[0]);
+	bytes = sizeof(*e) + nkeys * key_bytes;
 	if (!sectors)
 		sectors = bch_round_up(bytes, block << BCH_SECTOR_SHIFT) >> BCH_SECTOR_SHIFT;
 	if (sectors > bucket || sectors > BCH_JSET_MAX_SECTORS)
@@ -474,7 +495,7 @@ static void jentry(struct jwriter *w, char *spec)
 	e = calloc(1, (size_t)sectors << BCH_SECTOR_SHIFT);
 	if (!e)
 		die("out of memory");
-	e->magic = htole32(BCH_JSET_MAGIC);
+	e->magic = htole32(bch_jset_magic(le32toh(c.sb.version)));
 	e->seq = htole64(w->seq + badseq);
 	e->nkeys = htole32(nkeys);
 	e->sectors = htole32(sectors);
@@ -482,15 +503,15 @@ static void jentry(struct jwriter *w, char *spec)
 	if (baduuid)
 		e->set_uuid[0] ^= 0xff;
 	for (i = 0; i < nkeys; i++) {
-		if (stale)
-			keys[i].gen--;
+		if (stale && keys[i].nptrs)
+			fx_ptr(&keys[i], bch_key_sector(&keys[i]), bch_key_gen(&keys[i]) - 1);
 		if (dirty && !(keys[i].flags & BCH_KEY_HOLE))
 			keys[i].flags |= BCH_KEY_DIRTY;
 		if (csum && !(keys[i].flags & BCH_KEY_HOLE))
 			keys[i].flags |= BCH_KEY_CSUM;
-		bch_bkey_pack(&e->keys[i], &keys[i]);
+		bch_bkey_pack((u8 *)(e + 1) + (size_t)key_bytes * i, &keys[i], key_bytes);
 	}
-	e->csum = htole32(bch_jset_csum(e));
+	e->csum = htole32(bch_jset_csum(e, key_bytes));
 	if (torn)
 		((u8 *)e)[bytes - 1] ^= 0x5a;
 	if (lost)

@@ -353,6 +353,7 @@ static void check_layout_j(const char *path, uint32_t block, uint32_t bucket,
 	check(!sb.prio_current && !sb.uuid_current, "%s: current copies 0",
 	      what);
 	check(!memcmp(&sb.btree_root, zero, sizeof(sb.btree_root)) &&
+	      !memcmp(&sb.btree_root3, zero, sizeof(sb.btree_root3)) &&
 	      !sb.btree_level && !sb.btree_pad, "%s: no btree root", what);
 	check(le64toh(sb.journal_first) == fb &&
 	      le32toh(sb.journal_buckets) == jb && !sb.journal_pad,
@@ -403,7 +404,7 @@ static void test_format(void)
 	check(!memcmp(sector0, back, 512), "sector 0 left alone");
 
 	check(run("bcache-super-show", c, NULL) == 0, "super-show exit 0");
-	check(has(out, "sb.magic\tok\n") && has(out, "sb.version\t2\n") &&
+	check(has(out, "sb.magic\tok\n") && has(out, "sb.version\t3\n") &&
 	      has(out, "cset.uuid\t" SET_UUID "\n") &&
 	      has(out, "dev.label\tcache one\n") &&
 	      has(out, "sb.flags\tclean\n") && has(out, "sb.seq\t1\n") &&
@@ -573,14 +574,24 @@ static void test_show_errors(void)
 	flip_byte(b, BCH_SB_OFFSET + 60);
 	show_fails(b, "superblock checksum mismatch", "flipped label byte");
 
+	/* version 2 on request, as older modules want it; nothing else */
+	copy_file(c, b);
+	check(run("make-bcache", "-q", "--wipe", "--format-version", "2", b, NULL) == 0 &&
+	      run("bcache-super-show", b, NULL) == 0 && has(out, "sb.version\t2\n") &&
+	      has(out, "btree.root\tnone\n"),
+	      "make-bcache --format-version 2: a version 2 cache");
+	check(run("make-bcache", "-q", "--wipe", "--format-version", "4", b, NULL) == 1 &&
+	      has(err, "the format version must be 2 or 3"),
+	      "make-bcache --format-version 4: refused");
+
 	copy_file(c, b);
 	read_sb(b, &sb);
 	sb.version = htole32(1);
 	write_sb(b, &sb);
-	show_fails(b, "unsupported version 1 (this tool knows 2)", "version 1");
-	sb.version = htole32(3);
+	show_fails(b, "unsupported version 1 (this tool knows 2 to 3)", "version 1");
+	sb.version = htole32(4);
 	write_sb(b, &sb);
-	show_fails(b, "unsupported version 3", "version 3");
+	show_fails(b, "unsupported version 4", "version 4");
 
 	/* the journal's geometry (c: 128 buckets, the first for metadata) */
 	copy_file(c, b);
@@ -718,6 +729,15 @@ static void test_show_uuids(void)
 	unlink(b);
 }
 
+/* A root of one pointer to @sector (size 1024, gen 7), as a checkpoint writes. */
+static void set_root(struct bch_sb_disk *sb, uint64_t sector)
+{
+	struct bch_bkey k = { .size = 1024, .end = 1024, .nptrs = 1 };
+
+	k.ptr[0] = bch_ptr(0, 7, sector);
+	bch_sb_set_root(sb, &k);
+}
+
 static void test_root(void)
 {
 	const char *c = tpath("cache"), *b = tpath("root");
@@ -725,36 +745,34 @@ static void test_root(void)
 
 	copy_file(c, b);
 	read_sb(b, &sb);
-	sb.btree_root.ptr = htole64(10 * 1024);
-	sb.btree_root.size = htole32(1024);
-	sb.btree_root.gen = 7;
+	set_root(&sb, 10 * 1024);
 	sb.btree_level = htole32(1);
 	write_sb(b, &sb);
 	check(run("bcache-super-show", b, NULL) == 0 &&
 	      has(out, "btree.root\tbucket 10 gen 7 level 1 "),
 	      "btree root printed as bucket/gen/level");
 
-	sb.btree_root.ptr = htole64(10 * 1024 + 8);
+	set_root(&sb, 10 * 1024 + 8);
 	write_sb(b, &sb);
 	show_fails(b, "not bucket aligned", "misaligned root");
 
-	sb.btree_root.ptr = 0;
+	set_root(&sb, 0);
 	write_sb(b, &sb);
 	show_fails(b, "not a data bucket", "root in the metadata bucket");
 
-	sb.btree_root.ptr = htole64(4 * 1024);
+	set_root(&sb, 4 * 1024);
 	write_sb(b, &sb);
 	show_fails(b, "btree root bucket 4 is not a data bucket", "root in a journal bucket");
 
 	/* the root is the checkpoint whatever the clean flag says */
-	sb.btree_root.ptr = htole64(10 * 1024);
+	set_root(&sb, 10 * 1024);
 	sb.flags = 0;
 	write_sb(b, &sb);
 	check(run("bcache-super-show", b, NULL) == 0 &&
 	      has(out, "sb.flags\tdirty\n") &&
 	      has(out, "btree.root\tbucket 10 gen 7 level 1 "),
 	      "dirty superblock: the root (checkpoint) still printed");
-	sb.btree_root.ptr = htole64(10 * 1024 + 8);
+	set_root(&sb, 10 * 1024 + 8);
 	write_sb(b, &sb);
 	show_fails(b, "not bucket aligned", "misaligned root, dirty superblock");
 	unlink(b);

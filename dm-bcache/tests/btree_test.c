@@ -108,6 +108,9 @@ static const u32 inodes[NINODES] = { 0, 7, U32_MAX };
 
 struct msec {
 	u64	ptr;
+	u64	ptr2;		/* the second copy's sector, or 0 */
+	u64	cbase;		/* where the checksummed range starts, or 0 */
+	u32	csum;
 	u8	gen;
 	u8	flags;
 	u8	valid;
@@ -356,11 +359,11 @@ static void pass_start(void)
  */
 static void dur_key_check(const struct bch_bkey *k)
 {
-	u64 db = (k->ptr - DATA_BASE) / DB;
+	u64 db = (bch_key_sector(k) - DATA_BASE) / DB;
 
-	if (!T.check_dur || !T.dur_pass || k->ptr < DATA_BASE || db >= NDB)
+	if (!T.check_dur || !T.dur_pass || bch_key_sector(k) < DATA_BASE || db >= NDB)
 		return;
-	if ((int8_t)(k->gen - T.dur_gen[db]) < 0 && !doa_test(T.dur_doa, db, k->gen))
+	if ((int8_t)(bch_key_gen(k) - T.dur_gen[db]) < 0 && !doa_test(T.dur_doa, db, bch_key_gen(k)))
 		T.dur_dead++;
 }
 
@@ -370,7 +373,7 @@ static bool op_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 	if (k->flags & BCH_KEY_HOLE)
 		T.bad_calls++;
 	dur_key_check(k);
-	return data_dead(k->ptr, k->gen);
+	return data_dead(bch_key_sector(k), bch_key_gen(k));
 }
 
 static const struct bch_btree_ops test_ops = {
@@ -383,6 +386,31 @@ static const struct bch_btree_ops test_ops = {
 static bool msec_live(const struct msec *m)
 {
 	return m->valid && !data_dead(m->ptr, m->gen);
+}
+
+/*
+ * Does sector @j of @k map as @m says? Every pointer and the checksummed
+ * range must have moved with each cut of the key.
+ */
+static bool msec_match(const struct msec *m, const struct bch_bkey *k, u64 j)
+{
+	u64 cbase = k->flags & BCH_KEY_CSUM ? bch_key_start(k) - k->csum_front : 0;
+
+	return m->ptr == bch_key_sector(k) + j && m->gen == bch_key_gen(k) &&
+	       m->ptr2 == (k->nptrs > 1 ? bch_ptr_sector(k->ptr[1]) + j : 0) &&
+	       m->cbase == cbase && m->csum == (k->flags & BCH_KEY_CSUM ? k->csum : 0);
+}
+
+/* The model's record of sector @j of @k. */
+static void msec_set(struct msec *m, const struct bch_bkey *k, u64 j)
+{
+	m->valid = !(k->flags & BCH_KEY_HOLE);
+	m->ptr = bch_key_sector(k) + j;
+	m->ptr2 = k->nptrs > 1 ? bch_ptr_sector(k->ptr[1]) + j : 0;
+	m->cbase = k->flags & BCH_KEY_CSUM ? bch_key_start(k) - k->csum_front : 0;
+	m->csum = k->flags & BCH_KEY_CSUM ? k->csum : 0;
+	m->gen = bch_key_gen(k);
+	m->flags = k->flags;
 }
 
 static void setup(const char *test, const struct config *c)
@@ -424,6 +452,8 @@ static void setup(const char *test, const struct config *c)
 	T.b.bucket_sectors = c->bucket;
 	T.b.block_sectors = c->block;
 	T.b.max_sets = c->max_sets;
+	/* Both layouts: node capacity and set sizes follow the key size. */
+	T.b.key_bytes = rnd(2) ? BCH_KEY_BYTES_V2 : BCH_KEY_BYTES_V3;
 	T.b.max_leaves = c->leaves < 0 ? 0 : c->leaves ? (u64)c->leaves : U64_MAX;
 	/* Often small, so that nodes of every size keep several open sets. */
 	T.b.open_set_keys = rnd(4) ? 1 + rnd(8) : 0;
@@ -576,7 +606,7 @@ static int compare_range(unsigned int i, u64 a, u64 e)
 
 			if (r) {
 				CHECK(msec_live(m));
-				CHECK(m->ptr == out.ptr + j && m->gen == out.gen);
+				CHECK(msec_match(m, &out, j));
 				CHECK(m->flags == out.flags);
 			} else {
 				CHECK(!msec_live(m));
@@ -609,8 +639,7 @@ static int shared_lookup(void)
 	for (j = 0; j < out.size; j++) {
 		const struct msec *m = &T.model[i][a + j];
 
-		CHECK(r ? msec_live(m) && m->ptr == out.ptr + j &&
-		      m->gen == out.gen : !msec_live(m));
+		CHECK(r ? msec_live(m) && msec_match(m, &out, j) : !msec_live(m));
 	}
 	return 1;
 }
@@ -648,9 +677,9 @@ static void gc_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_node, v
 	u64 j, bucket;
 
 	if (is_node) {
-		bucket = k->ptr / b->bucket_sectors;
-		if (k->ptr % b->bucket_sectors || bucket >= T.cfg->nbuckets ||
-		    !T.used[bucket] || g->seen_bucket[bucket] || k->gen != T.gen[bucket] ||
+		bucket = bch_key_sector(k) / b->bucket_sectors;
+		if (bch_key_sector(k) % b->bucket_sectors || bucket >= T.cfg->nbuckets ||
+		    !T.used[bucket] || g->seen_bucket[bucket] || bch_key_gen(k) != T.gen[bucket] ||
 		    k->size != 1) {
 			g->bad++;
 			return;
@@ -662,7 +691,7 @@ static void gc_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_node, v
 	for (i = 0; i < NINODES && inodes[i] != k->inode; i++)
 		;
 	if (i == NINODES || !k->size || (k->flags & BCH_KEY_HOLE) ||
-	    data_dead(k->ptr, k->gen) || bch_key_start(k) < T.base[i] ||
+	    data_dead(bch_key_sector(k), bch_key_gen(k)) || bch_key_start(k) < T.base[i] ||
 	    k->end - T.base[i] > T.cfg->space) {
 		g->bad++;
 		return;
@@ -671,7 +700,7 @@ static void gc_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_node, v
 		u64 s = bch_key_start(k) - T.base[i] + j;
 		const struct msec *m = &T.model[i][s];
 
-		if (!msec_live(m) || m->ptr != k->ptr + j || g->covered[i][s]++)
+		if (!msec_live(m) || m->ptr != bch_key_sector(k) + j || g->covered[i][s]++)
 			g->bad++;
 	}
 	g->sectors += k->size;
@@ -779,15 +808,9 @@ static void model_insert(const struct bch_bkey *k)
 	s = bch_key_start(k) - T.base[i];
 	if (T.gc_on && !(k->flags & BCH_KEY_HOLE))
 		for (j = 0; j < bch_btree_gc_passed(&T.b, k); j++)
-			T.gc_cov[i][s + j] = k->ptr + j + 1;
-	for (j = 0; j < k->size; j++) {
-		struct msec *m = &T.model[i][s + j];
-
-		m->valid = !(k->flags & BCH_KEY_HOLE);
-		m->ptr = k->ptr + j;
-		m->gen = k->gen;
-		m->flags = k->flags;
-	}
+			T.gc_cov[i][s + j] = bch_key_sector(k) + j + 1;
+	for (j = 0; j < k->size; j++)
+		msec_set(&T.model[i][s + j], k, j);
 }
 
 static u32 pick_len(void)
@@ -823,12 +846,25 @@ static void random_key(struct bch_bkey *k, unsigned int i, u64 window)
 		return;
 	}
 	db = rnd(NDB);
-	k->ptr = DATA_BASE + db * DB + rnd(DB - len + 1);
-	k->gen = T.dgen[db] - (rnd(30) == 0);	/* sometimes stale already */
-	if (k->gen != T.dgen[db])
-		note_doa(k->ptr, k->gen);
+	k->ptr[0] = bch_ptr(0, T.dgen[db] - (rnd(30) == 0),	/* sometimes stale already */
+			    DATA_BASE + db * DB + rnd(DB - len + 1));
+	k->nptrs = 1;
+	if (bch_key_gen(k) != T.dgen[db])
+		note_doa(bch_key_sector(k), bch_key_gen(k));
 	k->flags = rnd(2) ? BCH_KEY_DIRTY : 0;
-	k->csum = rnd(1U << 31);
+	if (T.b.key_bytes == BCH_KEY_BYTES_V2)
+		return;		/* one pointer, no checksum */
+	if (rnd(2)) {
+		/* a second copy on another member: it must move with cuts */
+		k->ptr[1] = bch_ptr(1, rnd(256), DATA_BASE + rnd(DB - len + 1));
+		k->nptrs = 2;
+	}
+	if (rnd(2) && len < 60000) {
+		k->flags |= BCH_KEY_CSUM;
+		k->csum = rnd(1U << 31) + 1;
+		k->csum_front = rnd(4);
+		k->csum_sectors = k->csum_front + len + rnd(4);
+	}
 }
 
 static int random_insert(void)
@@ -925,10 +961,11 @@ static int random_want_fill(void)
 			.inode	= inodes[i],
 			.size	= 1,
 			.end	= T.base[i] + a + 1,
-			.ptr	= DATA_BASE + rnd(DB),
+			.nptrs	= 1,
 		};
+		u64 sector = DATA_BASE + rnd(DB);
 
-		k.gen = T.dgen[(k.ptr - DATA_BASE) / DB];
+		k.ptr[0] = bch_ptr(0, T.dgen[(sector - DATA_BASE) / DB], sector);
 		CHECK(do_insert(&k) == 0);
 		model_insert(&k);
 		CHECK(flush_check(false));
@@ -968,6 +1005,7 @@ static void durable_tree(const struct bch_btree *live, u64 max_leaves)
 	T.b.bucket_sectors = live->bucket_sectors;
 	T.b.block_sectors = live->block_sectors;
 	T.b.max_sets = live->max_sets;
+	T.b.key_bytes = live->key_bytes;
 	T.b.open_set_keys = live->open_set_keys;
 	T.b.max_leaves = max_leaves;
 }
@@ -1178,7 +1216,7 @@ static void fuzzy_gc_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_n
 	for (i = 0; i < NINODES && inodes[i] != k->inode; i++)
 		;
 	if (i == NINODES || !k->size || (k->flags & BCH_KEY_HOLE) ||
-	    data_dead(k->ptr, k->gen) || bch_key_start(k) < T.base[i] ||
+	    data_dead(bch_key_sector(k), bch_key_gen(k)) || bch_key_start(k) < T.base[i] ||
 	    k->end - T.base[i] > T.cfg->space ||
 	    bch_btree_gc_passed(b, k) != 0) {
 		T.bad_calls++;
@@ -1189,9 +1227,9 @@ static void fuzzy_gc_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_n
 		const struct msec *m = &T.model[i][s + j];
 
 		/* live, and reported once a pass */
-		if (!msec_live(m) || m->ptr != k->ptr + j || T.gc_walked[i][s + j]++)
+		if (!msec_live(m) || m->ptr != bch_key_sector(k) + j || T.gc_walked[i][s + j]++)
 			T.bad_calls++;
-		T.gc_cov[i][s + j] = k->ptr + j + 1;
+		T.gc_cov[i][s + j] = bch_key_sector(k) + j + 1;
 	}
 }
 
@@ -1360,7 +1398,7 @@ static unsigned int node_sets(u64 bucket, size_t *offs, unsigned int max)
 			break;
 		if (bch_bset_unpack(d, bucket_bytes() - off, &seq, le16_to_cpu(d->level),
 				    n, keys, ARRAY_SIZE(keys), T.cfg->block << BCH_SECTOR_SHIFT,
-				    &bytes) < 0)
+				    T.b.key_bytes, &bytes) < 0)
 			break;
 		offs[n++] = off;
 		off += bytes;
@@ -1454,11 +1492,11 @@ static int test_torn_set(void)
 		bch_btree_root(&T.b, &root, &level);
 		if (!round)
 			root0 = root;
-		CHECK(level == 0 && root.ptr == root0.ptr);	/* appended */
+		CHECK(level == 0 && bch_key_sector(&root) == bch_key_sector(&root0));	/* appended */
 		T.snap[round] = model_save();
 	}
-	node = bucket_data(root.ptr / T.cfg->bucket);
-	CHECK(node_sets(root.ptr / T.cfg->bucket, offs, 8) == 3);
+	node = bucket_data(bch_key_sector(&root) / T.cfg->bucket);
+	CHECK(node_sets(bch_key_sector(&root) / T.cfg->bucket, offs, 8) == 3);
 	T.saved = malloc(bucket_bytes());
 	memcpy(T.saved, node, bucket_bytes());
 
@@ -1473,8 +1511,8 @@ static int test_torn_set(void)
 	}
 	reload(false);
 	bch_btree_root(&T.b, &root, &level);
-	CHECK(root.ptr == root0.ptr);
-	CHECK(node_sets(root.ptr / T.cfg->bucket, offs, 8) == 3);
+	CHECK(bch_key_sector(&root) == bch_key_sector(&root0));
+	CHECK(node_sets(bch_key_sector(&root) / T.cfg->bucket, offs, 8) == 3);
 
 	/* the middle set's magic broken: only the first */
 	memcpy(node, T.saved, bucket_bytes());
@@ -1503,7 +1541,7 @@ static void list_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_node,
 	struct node_list *l = arg;
 
 	if (is_node && l->n < ARRAY_SIZE(l->buckets))
-		l->buckets[l->n++] = k->ptr / b->bucket_sectors;
+		l->buckets[l->n++] = bch_key_sector(k) / b->bucket_sectors;
 }
 
 /* A node with garbage, someone else's sets or nothing fails the load. */
@@ -1531,7 +1569,7 @@ static int test_corrupt_node(void)
 	T.io_ok = false;
 	CHECK(flush_check(false));
 	bch_btree_root(&T.b, &root, &level);
-	rootb = root.ptr / T.cfg->bucket;
+	rootb = bch_key_sector(&root) / T.cfg->bucket;
 	T.snap[0] = model_save();
 	/* a victim that is not the root, and another node with keys */
 	for (i = 0; i < l->n; i++) {
@@ -1604,8 +1642,8 @@ static int test_basics(void)
 	memset(&k, 0, sizeof(k));
 	k.size = DB;
 	k.end = 1000 + DB;
-	k.ptr = DATA_BASE;
-	k.gen = T.dgen[0];
+	k.ptr[0] = bch_ptr(0, T.dgen[0], DATA_BASE);
+	k.nptrs = 1;
 	CHECK(do_insert(&k) == 0);
 	model_insert(&k);
 	CHECK(compare_all());
@@ -1667,8 +1705,8 @@ static int test_want_stale(void)
 	memset(&k, 0, sizeof(k));
 	k.size = 1;
 	k.end = 4001;
-	k.ptr = DATA_BASE + 7;
-	k.gen = T.dgen[0];
+	k.ptr[0] = bch_ptr(0, T.dgen[0], DATA_BASE + 7);
+	k.nptrs = 1;
 	CHECK(do_insert(&k) == 0);
 	model_insert(&k);
 	CHECK(flush_check(false));
@@ -1705,7 +1743,7 @@ static int test_sets_change(void)
 		CHECK(flush_check(false));
 	}
 	bch_btree_root(&T.b, &root0, &level);
-	CHECK(node_sets(root0.ptr / T.cfg->bucket, offs, 8) == 8);
+	CHECK(node_sets(bch_key_sector(&root0) / T.cfg->bucket, offs, 8) == 8);
 	tree_free();
 	T.b.max_sets = 2;
 	CHECK(do_load(&root0, level) == 0);
@@ -1717,8 +1755,8 @@ static int test_sets_change(void)
 	}
 	reload(false);
 	bch_btree_root(&T.b, &root, &level);
-	CHECK(root.ptr != root0.ptr);		/* compacted: rewritten elsewhere */
-	CHECK(node_sets(root.ptr / T.cfg->bucket, offs, 8) == 1);
+	CHECK(bch_key_sector(&root) != bch_key_sector(&root0));		/* compacted: rewritten elsewhere */
+	CHECK(node_sets(bch_key_sector(&root) / T.cfg->bucket, offs, 8) == 1);
 	CHECK(gc_check());
 	CHECK(T.bad_calls == 0);
 	return 1;
@@ -1795,8 +1833,8 @@ static void sh_key(struct sh_thread *t, struct bch_bkey *k)
 		return;
 	}
 	db = sh_rnd(t, NDB);
-	k->ptr = DATA_BASE + db * DB + sh_rnd(t, DB - len + 1);
-	k->gen = T.dgen[db];
+	k->ptr[0] = bch_ptr(0, T.dgen[db], DATA_BASE + db * DB + sh_rnd(t, DB - len + 1));
+	k->nptrs = 1;
 	k->flags = sh_rnd(t, 2) ? BCH_KEY_DIRTY : 0;
 }
 
@@ -1804,14 +1842,8 @@ static void sh_model(const struct bch_bkey *k)
 {
 	u64 s = bch_key_start(k) - T.base[1], j;
 
-	for (j = 0; j < k->size; j++) {
-		struct msec *m = &T.model[1][s + j];
-
-		m->valid = !(k->flags & BCH_KEY_HOLE);
-		m->ptr = k->ptr + j;
-		m->gen = k->gen;
-		m->flags = k->flags;
-	}
+	for (j = 0; j < k->size; j++)
+		msec_set(&T.model[1][s + j], k, j);
 }
 
 /* Under the shared hold: [a, e) of @t's own sectors against the model. */
@@ -1829,7 +1861,7 @@ static void sh_lookup(struct sh_thread *t, u64 a, u64 e)
 		for (j = 0; j < out.size && !t->fail_line; j++) {
 			const struct msec *m = &T.model[1][pos + j];
 
-			SH_CHECK(t, r ? msec_live(m) && m->ptr == out.ptr + j &&
+			SH_CHECK(t, r ? msec_live(m) && msec_match(m, &out, j) &&
 				 m->flags == out.flags : !msec_live(m));
 		}
 		if (t->fail_line)
@@ -2054,7 +2086,7 @@ static int test_shared_inserts(void)
 			printf("  thread %u failed at line %d, key %u:%llu+%u ptr %llu flags %u\n",
 			       i, th[i].fail_line, th[i].fail_key.inode,
 			       bch_key_start(&th[i].fail_key), th[i].fail_key.size,
-			       th[i].fail_key.ptr, th[i].fail_key.flags);
+			       bch_key_sector(&th[i].fail_key), th[i].fail_key.flags);
 		CHECK(!th[i].fail_line);
 		shared += th[i].shared;
 		exclusive += th[i].exclusive;

@@ -13,7 +13,8 @@ check "bcache-super-show accepts it" bcache-super-show "$cache"
 show=$(bcache-super-show "$cache")
 field() { echo "$show" | awk -F'\t' -v k="$1" '$1 == k { print $2 }'; }
 check_eq "magic ok" ok "$(field sb.magic)"
-check_eq "version 2" 2 "$(field sb.version)"
+v=${DMB_FORMAT_VERSION:-3}
+check_eq "version $v" "$v" "$(field sb.version)"
 check_eq "label" testcache "$(field dev.label)"
 check_eq "flags clean" clean "$(field sb.flags)"
 check_eq "default bucket 512k" "524288 (1024 sectors)" "$(field bucket_size)"
@@ -35,7 +36,7 @@ check_eq "bucket array: the journal buckets flagged" "state journal 4" "$(echo "
 check_eq "bucket array: the rest free" "state free 187" "$(echo "$buckets" | grep '^state free ')"
 check "bcache-check: consistent, with an empty journal" sh -c \
 	"bcache-check -v $cache | grep -q '^journal: empty: 4 buckets from bucket 1, nothing to replay at ring sector 0 (seq 1)\$'"
-check_eq "probe-bcache: ID_FS_VERSION 2" ID_FS_VERSION=2 \
+check_eq "probe-bcache: ID_FS_VERSION $v" "ID_FS_VERSION=$v" \
 	"$(probe-bcache --export "$cache" | grep '^ID_FS_VERSION=')"
 
 check "make-bcache -b 64k -w 8k" make-bcache -q --wipe -b 64k -w 8k "$(disk other)"
