@@ -194,6 +194,25 @@ bad:
 	return -1;
 }
 
+/* The root field of the other version: zero, as reserved bytes are. */
+static bool other_root_set(const struct bch_sb_disk *sb)
+{
+	const uint8_t *p;
+	size_t i, n;
+
+	if (le32toh(sb->version) == 2) {
+		p = (const uint8_t *)&sb->btree_root3;
+		n = sizeof(sb->btree_root3);
+	} else {
+		p = (const uint8_t *)&sb->btree_root;
+		n = sizeof(sb->btree_root);
+	}
+	for (i = 0; i < n; i++)
+		if (p[i])
+			return true;
+	return false;
+}
+
 /* What the kernel refuses beyond what the tools' validation does. */
 static void check_sb(struct bch_cache *c)
 {
@@ -241,7 +260,7 @@ static void check_sb(struct bch_cache *c)
 		     (unsigned long long)(flags & ~BCH_SB_CLEAN));
 	for (i = 0; i < sizeof(sb->reserved) && !sb->reserved[i]; i++)
 		;
-	if (i < sizeof(sb->reserved) || sb->btree_pad || sb->journal_pad)
+	if (i < sizeof(sb->reserved) || sb->btree_pad || sb->journal_pad || other_root_set(sb))
 		note("superblock: reserved bytes are not zero (written by a newer version?)");
 	if (!c->clean)
 		info("superblock: not shut down cleanly: the next attach replays the journal over the index checkpoint");

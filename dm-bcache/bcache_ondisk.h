@@ -486,7 +486,14 @@ static inline int bch_bkey_unpack(struct bch_bkey *k, const void *disk,
 	return 1;
 }
 
-/* Write @k in @key_bytes' layout (version 2: its first pointer only). */
+/* Can @k be written in @key_bytes' layout? Version 2: one pointer, no checksum. */
+static inline int bch_bkey_fits(const struct bch_bkey *k, __u32 key_bytes)
+{
+	return key_bytes != BCH_KEY_BYTES_V2 ||
+	       (k->nptrs <= 1 && !(k->flags & BCH_KEY_CSUM));
+}
+
+/* Write @k in @key_bytes' layout (version 2: only if bch_bkey_fits()). */
 static inline void bch_bkey_pack(void *disk, const struct bch_bkey *k,
 				 __u32 key_bytes)
 {
@@ -610,14 +617,15 @@ static inline const char *bch_leaf_key_invalid(const struct bch_bkey *k,
 	    (version == 2 && (k->flags & BCH_KEY_CSUM)))
 		return "has unknown flags";
 	if (k->flags & BCH_KEY_HOLE)
-		return k->nptrs ? "is a hole with a pointer" : NULL;
+		return k->nptrs ? "is a hole with a pointer" :
+		       k->flags & BCH_KEY_CSUM ? "is a hole with a checksum" : NULL;
 	if (!k->nptrs)
 		return "has no pointer";
 	if (k->nptrs == 2 && bch_ptr_dev(k->ptr[0]) == bch_ptr_dev(k->ptr[1]))
 		return "has two pointers on one member";
 	if ((k->flags & BCH_KEY_CSUM) &&
 	    (k->csum_sectors > BCH_CSUM_MAX_SECTORS ||
-	     (__u32)k->csum_front + k->size > k->csum_sectors))
+	     (__u64)k->csum_front + k->size > k->csum_sectors))
 		return "has a checksummed range that does not hold it";
 	for (i = 0; i < k->nptrs; i++) {
 		unsigned int dev = bch_ptr_dev(k->ptr[i]);

@@ -137,9 +137,12 @@ size_t bch_bset_pack(void *buf, const struct bch_bset *s, u64 seq, unsigned int 
 	u32 i, nr = 0;
 	size_t used, bytes;
 
-	for (i = 0; i < s->nkeys; i++)
-		if (s->keys[i].size)
-			bch_bkey_pack(keys + (size_t)key_bytes * nr++, &s->keys[i], key_bytes);
+	for (i = 0; i < s->nkeys; i++) {
+		if (!s->keys[i].size)
+			continue;
+		WARN_ON(!bch_bkey_fits(&s->keys[i], key_bytes));
+		bch_bkey_pack(keys + (size_t)key_bytes * nr++, &s->keys[i], key_bytes);
+	}
 	d->magic = cpu_to_le32(BCH_BSET_MAGIC);
 	d->seq = cpu_to_le64(seq);
 	d->nkeys = cpu_to_le32(nr);
@@ -178,9 +181,10 @@ int bch_bset_unpack(const void *buf, size_t len, u64 *seq, unsigned int level,
 					       used - sizeof(d->csum)))
 		return -EBADMSG;
 
+	/* Its checksum is good: a key that cannot be is corruption, not a tear. */
 	for (i = 0; i < nr; i++)
 		if (!bch_bkey_unpack(&out[i], keys + (size_t)key_bytes * i, key_bytes))
-			return -EBADMSG;
+			return -EUCLEAN;
 	if (!idx)
 		*seq = le64_to_cpu(d->seq);
 	*bytes = min_t(size_t, bch_bset_bytes(nr, key_bytes, block_bytes), len);

@@ -67,7 +67,9 @@ size_t bch_bset_pack(void *buf, const struct bch_bset *s, u64 seq, unsigned int 
  * Check and read set @idx of a node at @buf (@len bytes to the end of the
  * bucket) into @out (room for @max_keys). Set 0 gives the node's @seq, the
  * others must match it; keys are of @key_bytes' layout. Returns the number
- * of keys and sets @bytes, or -errno if this is not a valid set.
+ * of keys and sets @bytes, or -errno if this is not a valid set: -EUCLEAN
+ * if its checksum is good but a key in it cannot be one (corruption),
+ * another error if it is torn, stale or was never written.
  */
 int bch_bset_unpack(const void *buf, size_t len, u64 *seq, unsigned int level,
 		    unsigned int idx, struct bch_bkey *out, u32 max_keys, u32 block_bytes,

@@ -1488,6 +1488,11 @@ static int node_parse(struct bch_btree *b, struct bch_node *n, const u8 *buf)
 				      b->node_keys - n->nkeys,
 				      b->block_sectors << BCH_SECTOR_SHIFT, b->key_bytes,
 				      &bytes);
+		if (ret == -EUCLEAN) {
+			pr_err("node in bucket %llu: set %u holds a key no index key can be\n",
+			       n->bucket, n->nsets);
+			return ret;
+		}
 		if (ret < 0)
 			break;		/* torn, stale or never written */
 		if (leaf_keys_check(b, n, n->keys + n->nkeys, ret))
@@ -1723,7 +1728,10 @@ static int btree_setup(struct bch_btree *b)
 		b->max_sets = BCH_BTREE_DEFAULT_SETS;
 	if (!b->open_set_keys)
 		b->open_set_keys = BCH_BTREE_OPEN_SET_KEYS;
+	if (!b->key_bytes)
+		b->key_bytes = BCH_KEY_BYTES_V3;
 	if (!b->ops || !b->block_sectors || !b->bucket_sectors ||
+	    (b->key_bytes != BCH_KEY_BYTES_V2 && b->key_bytes != BCH_KEY_BYTES_V3) ||
 	    b->bucket_sectors % b->block_sectors ||
 	    b->bucket_sectors > BCH_MAX_BUCKET_SECTORS || b->max_sets > BCH_BTREE_MAX_SETS)
 		return -EINVAL;
@@ -1731,8 +1739,6 @@ static int btree_setup(struct bch_btree *b)
 
 	b->root = NULL;
 	b->level = 0;
-	if (!b->key_bytes)
-		b->key_bytes = BCH_KEY_BYTES_V3;
 	b->node_keys = (bucket_bytes - sizeof(struct bch_bset_disk)) / b->key_bytes;
 	b->split_keys = b->node_keys * 3 / 4;
 	b->nodes = 0;

@@ -464,6 +464,7 @@ void bch_journal_add(struct bch_cache_set *set, const struct bch_bkey *k,
 		return;
 	}
 	jb = j->cur;
+	WARN_ON(!bch_bkey_fits(k, j->set->key_bytes));
 	bch_bkey_pack(bch_jset_key(jb->data, j->set, jb->nkeys++), k, j->set->key_bytes);
 	if (waiter)
 		bio_list_add(&jb->waiters, waiter);

@@ -778,6 +778,100 @@ static void test_root(void)
 	unlink(b);
 }
 
+/*
+ * The leaf key rules of both versions (bcache_ondisk.h), and the two
+ * layouts' round trips: the kernel and the tools refuse the same keys.
+ */
+static void test_key_rules(void)
+{
+	/* two members of 1024 buckets of 1024 sectors; journal in 1-4 */
+	const struct bch_member_geom m[2] = {
+		{ 1024, 4, 1, 1024, 1 }, { 1024, 4, 1, 1024, 1 },
+	};
+	struct bch_bkey k, good = { .size = 8, .end = 108, .nptrs = 1 }, back;
+	uint8_t disk[BCH_KEY_BYTES_V3];
+
+	good.ptr[0] = bch_ptr(0, 3, 10 * 1024 + 16);
+	check(!bch_leaf_key_invalid(&good, 3, m, 1), "rules: one pointer, version 3");
+	check(!bch_leaf_key_invalid(&good, 2, m, 1), "rules: one pointer, version 2");
+
+	k = good;
+	k.ptr[1] = bch_ptr(1, 9, 20 * 1024);
+	k.nptrs = 2;
+	check(!bch_leaf_key_invalid(&k, 3, m, 2), "rules: two pointers on two members");
+	check(bch_leaf_key_invalid(&k, 3, m, 1) &&
+	      !strcmp(bch_leaf_key_invalid(&k, 3, m, 1),
+		      "points to a member the set does not have"),
+	      "rules: a pointer to member 1 of a set of one");
+	k.ptr[1] = bch_ptr(0, 9, 20 * 1024);
+	check(bch_leaf_key_invalid(&k, 3, m, 2) &&
+	      !strcmp(bch_leaf_key_invalid(&k, 3, m, 2), "has two pointers on one member"),
+	      "rules: two pointers on one member");
+	k.ptr[1] = bch_ptr(1, 9, 2 * 1024);
+	check(bch_leaf_key_invalid(&k, 3, m, 2) &&
+	      !strcmp(bch_leaf_key_invalid(&k, 3, m, 2), "points into a journal bucket"),
+	      "rules: the second pointer checked too");
+
+	k = good;
+	k.nptrs = 0;
+	check(bch_leaf_key_invalid(&k, 3, m, 1) &&
+	      !strcmp(bch_leaf_key_invalid(&k, 3, m, 1), "has no pointer"),
+	      "rules: data with no pointer");
+	k.flags = BCH_KEY_HOLE;
+	check(!bch_leaf_key_invalid(&k, 3, m, 1), "rules: a hole");
+	k.nptrs = 1;
+	check(bch_leaf_key_invalid(&k, 3, m, 1) &&
+	      !strcmp(bch_leaf_key_invalid(&k, 3, m, 1), "is a hole with a pointer"),
+	      "rules: a hole with a pointer");
+	k.nptrs = 0;
+	k.flags |= BCH_KEY_CSUM;
+	check(bch_leaf_key_invalid(&k, 3, m, 1) &&
+	      !strcmp(bch_leaf_key_invalid(&k, 3, m, 1), "is a hole with a checksum"),
+	      "rules: a hole with a checksum");
+
+	k = good;
+	k.flags = BCH_KEY_CSUM;
+	k.csum_front = 2;
+	k.csum_sectors = 10;
+	check(!bch_leaf_key_invalid(&k, 3, m, 1), "rules: a checksummed range that holds the key");
+	check(bch_leaf_key_invalid(&k, 2, m, 1) &&
+	      !strcmp(bch_leaf_key_invalid(&k, 2, m, 1), "has unknown flags"),
+	      "rules: version 2 has no checksums");
+	k.csum_sectors = 9;
+	check(bch_leaf_key_invalid(&k, 3, m, 1) &&
+	      !strcmp(bch_leaf_key_invalid(&k, 3, m, 1),
+		      "has a checksummed range that does not hold it"),
+	      "rules: a range too short for the key");
+	k.csum_front = 0;
+	k.csum_sectors = BCH_CSUM_MAX_SECTORS + 8;
+	check(bch_leaf_key_invalid(&k, 3, m, 1) != NULL, "rules: a range over 64 KiB");
+
+	/* round trips */
+	k = good;
+	k.ptr[1] = bch_ptr(1, 9, 20 * 1024);
+	k.nptrs = 2;
+	k.flags = BCH_KEY_CSUM | BCH_KEY_DIRTY;
+	k.csum = 0xdeadbeef;
+	k.csum_sectors = 8;
+	bch_bkey_pack(disk, &k, BCH_KEY_BYTES_V3);
+	check(bch_bkey_unpack(&back, disk, BCH_KEY_BYTES_V3) && !memcmp(&back, &k, sizeof(k)),
+	      "version 3 key: packed and unpacked whole");
+	check(!bch_bkey_fits(&k, BCH_KEY_BYTES_V2), "two pointers do not fit version 2");
+	disk[41] = 3;	/* nptrs */
+	check(!bch_bkey_unpack(&back, disk, BCH_KEY_BYTES_V3),
+	      "version 3 key of 3 pointers: no key");
+	k = good;
+	bch_bkey_pack(disk, &k, BCH_KEY_BYTES_V2);
+	check(bch_bkey_unpack(&back, disk, BCH_KEY_BYTES_V2) && !memcmp(&back, &k, sizeof(k)),
+	      "version 2 key: packed and unpacked whole");
+	memset(disk + 16, 0xff, 8);	/* a ptr past 2^48 sectors */
+	check(!bch_bkey_unpack(&back, disk, BCH_KEY_BYTES_V2),
+	      "version 2 key pointing past 2^48 sectors: no key");
+	disk[25] = BCH_KEY_HOLE;	/* a hole's ptr means nothing */
+	check(bch_bkey_unpack(&back, disk, BCH_KEY_BYTES_V2) && !back.nptrs,
+	      "version 2 hole: no pointer, whatever its ptr field");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -799,6 +893,7 @@ int main(int argc, char **argv)
 	test_show_errors();
 	test_show_uuids();
 	test_root();
+	test_key_rules();
 
 	unlink(tpath("cache"));
 	unlink(tpath("stdout"));

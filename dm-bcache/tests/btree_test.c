@@ -108,9 +108,10 @@ static const u32 inodes[NINODES] = { 0, 7, U32_MAX };
 
 struct msec {
 	u64	ptr;
-	u64	ptr2;		/* the second copy's sector, or 0 */
+	u64	ptr2;		/* the second copy's pointer (member, gen, sector), or 0 */
 	u64	cbase;		/* where the checksummed range starts, or 0 */
 	u32	csum;
+	u16	csum_sectors;
 	u8	gen;
 	u8	flags;
 	u8	valid;
@@ -199,6 +200,7 @@ static struct {
 } T;
 
 static u64 test_seed;
+static unsigned int layouts;	/* setups so far: the layout alternates */
 
 /* A failed check ends the test: back to main(), which tears it down. */
 static jmp_buf fail_jmp;
@@ -397,8 +399,10 @@ static bool msec_match(const struct msec *m, const struct bch_bkey *k, u64 j)
 	u64 cbase = k->flags & BCH_KEY_CSUM ? bch_key_start(k) - k->csum_front : 0;
 
 	return m->ptr == bch_key_sector(k) + j && m->gen == bch_key_gen(k) &&
-	       m->ptr2 == (k->nptrs > 1 ? bch_ptr_sector(k->ptr[1]) + j : 0) &&
-	       m->cbase == cbase && m->csum == (k->flags & BCH_KEY_CSUM ? k->csum : 0);
+	       bch_ptr_dev(k->ptr[0]) == 0 &&
+	       m->ptr2 == (k->nptrs > 1 ? k->ptr[1] + j : 0) &&
+	       m->cbase == cbase && m->csum == (k->flags & BCH_KEY_CSUM ? k->csum : 0) &&
+	       m->csum_sectors == (k->flags & BCH_KEY_CSUM ? k->csum_sectors : 0);
 }
 
 /* The model's record of sector @j of @k. */
@@ -406,9 +410,10 @@ static void msec_set(struct msec *m, const struct bch_bkey *k, u64 j)
 {
 	m->valid = !(k->flags & BCH_KEY_HOLE);
 	m->ptr = bch_key_sector(k) + j;
-	m->ptr2 = k->nptrs > 1 ? bch_ptr_sector(k->ptr[1]) + j : 0;
+	m->ptr2 = k->nptrs > 1 ? k->ptr[1] + j : 0;	/* the sector moves, not member or gen */
 	m->cbase = k->flags & BCH_KEY_CSUM ? bch_key_start(k) - k->csum_front : 0;
 	m->csum = k->flags & BCH_KEY_CSUM ? k->csum : 0;
+	m->csum_sectors = k->flags & BCH_KEY_CSUM ? k->csum_sectors : 0;
 	m->gen = bch_key_gen(k);
 	m->flags = k->flags;
 }
@@ -452,8 +457,11 @@ static void setup(const char *test, const struct config *c)
 	T.b.bucket_sectors = c->bucket;
 	T.b.block_sectors = c->block;
 	T.b.max_sets = c->max_sets;
-	/* Both layouts: node capacity and set sizes follow the key size. */
-	T.b.key_bytes = rnd(2) ? BCH_KEY_BYTES_V2 : BCH_KEY_BYTES_V3;
+	/*
+	 * Both layouts, alternately, so that every test runs in each over two
+	 * seeds: node capacity and set sizes follow the key size.
+	 */
+	T.b.key_bytes = (test_seed + layouts++) % 2 ? BCH_KEY_BYTES_V2 : BCH_KEY_BYTES_V3;
 	T.b.max_leaves = c->leaves < 0 ? 0 : c->leaves ? (u64)c->leaves : U64_MAX;
 	/* Often small, so that nodes of every size keep several open sets. */
 	T.b.open_set_keys = rnd(4) ? 1 + rnd(8) : 0;
@@ -829,6 +837,8 @@ static u32 pick_len(void)
 }
 
 /* A random extent, a hole one time in ten, within @window of inode @i. */
+static void key_extras(struct bch_bkey *k, u32 pick, u32 csum);
+
 static void random_key(struct bch_bkey *k, unsigned int i, u64 window)
 {
 	u32 len = pick_len();
@@ -854,16 +864,27 @@ static void random_key(struct bch_bkey *k, unsigned int i, u64 window)
 	k->flags = rnd(2) ? BCH_KEY_DIRTY : 0;
 	if (T.b.key_bytes == BCH_KEY_BYTES_V2)
 		return;		/* one pointer, no checksum */
-	if (rnd(2)) {
-		/* a second copy on another member: it must move with cuts */
-		k->ptr[1] = bch_ptr(1, rnd(256), DATA_BASE + rnd(DB - len + 1));
+	key_extras(k, rnd(4), rnd(1U << 31) + 1);
+}
+
+/*
+ * Version 3: by @pick's bits, a second copy on another member and a
+ * checksummed range around the key. Both must move with every cut.
+ */
+static void key_extras(struct bch_bkey *k, u32 pick, u32 csum)
+{
+	if (T.b.key_bytes == BCH_KEY_BYTES_V2)
+		return;		/* one pointer, no checksum */
+	if (pick & 1) {
+		k->ptr[1] = bch_ptr(1 + csum % 7, csum >> 8,
+				    DATA_BASE + (csum >> 4) % (DB - k->size + 1));
 		k->nptrs = 2;
 	}
-	if (rnd(2) && len < 60000) {
+	if ((pick & 2) && k->size < 60000) {
 		k->flags |= BCH_KEY_CSUM;
-		k->csum = rnd(1U << 31) + 1;
-		k->csum_front = rnd(4);
-		k->csum_sectors = k->csum_front + len + rnd(4);
+		k->csum = csum;
+		k->csum_front = csum % 4;
+		k->csum_sectors = k->csum_front + k->size + (csum >> 2) % 4;
 	}
 }
 
@@ -1836,6 +1857,7 @@ static void sh_key(struct sh_thread *t, struct bch_bkey *k)
 	k->ptr[0] = bch_ptr(0, T.dgen[db], DATA_BASE + db * DB + sh_rnd(t, DB - len + 1));
 	k->nptrs = 1;
 	k->flags = sh_rnd(t, 2) ? BCH_KEY_DIRTY : 0;
+	key_extras(k, sh_rnd(t, 4), sh_rnd(t, 1U << 31) + 1);
 }
 
 static void sh_model(const struct bch_bkey *k)

@@ -69,9 +69,12 @@ check "a leaf node found" test -n "$leaf"
 # 1. The first key of the leaf's first set that has keys (the first may
 # be the empty root the open wrote) made to point at the start of the
 # journal (gen 0, as make-bcache left it), the set's checksum redone. A
-# set is a 32-byte header (nkeys at byte 16) and 32-byte keys, padded to
-# a block.
+# set is a 32-byte header (nkeys at byte 16) and keys, padded to a block:
+# in version 3, 48-byte keys (ptr[0] at byte 16 holds member, gen and
+# sector; flags at byte 40); in version 2, 32-byte keys (ptr at 16, gen
+# at 24, flags at 25).
 block=$(( $(field block_size | cut -d' ' -f1) ))
+if [ "$(field sb.version)" = 2 ]; then kb=32 flags_at=25; else kb=48 flags_at=40; fi
 base=$((leaf * bucket))
 nkeys=$(get_le "$cache" $((base + 16)) 4)
 while [ "$nkeys" -eq 0 ]; do
@@ -80,14 +83,14 @@ while [ "$nkeys" -eq 0 ]; do
 done
 info "a set of $nkeys keys at byte $base"
 check "the set's checksum is what this script computes" test \
-	"$(get_le "$cache" "$base" 4)" = "$(crc32c_of "$cache" $((base + 4)) $((28 + 32 * nkeys)))"
+	"$(get_le "$cache" "$base" 4)" = "$(crc32c_of "$cache" $((base + 4)) $((28 + kb * nkeys)))"
 key=$((base + 32))
 kend=$(get_le "$cache" $((key + 8)) 8)
 ksize=$(get_le "$cache" $((key + 4)) 4)
-put_le "$cache" $((key + 16)) 8 $((jfirst * bucket / 512))
-put_le "$cache" $((key + 24)) 1 0
-put_le "$cache" $((key + 25)) 1 0
-put_le "$cache" "$base" 4 "$(crc32c_of "$cache" $((base + 4)) $((28 + 32 * nkeys)))"
+put_le "$cache" $((key + 16)) 8 $((jfirst * bucket / 512))	# v3: gen 0, member 0
+[ "$kb" = 32 ] && put_le "$cache" $((key + 24)) 1 0
+put_le "$cache" $((key + flags_at)) 1 0
+put_le "$cache" "$base" 4 "$(crc32c_of "$cache" $((base + 4)) $((28 + kb * nkeys)))"
 sync
 info "key of sectors $((kend - ksize))-$kend now at cache sector $((jfirst * bucket / 512))"
 check_fails "bcache-check flags the key" bcache-check "$cache"

@@ -67,7 +67,7 @@ udevadm info --query=property --name="$cache" | grep -E '^(DEVNAME|DEVLINKS|ID_F
 
 check_eq "ID_FS_TYPE" dm_bcache "$(prop "$cache" ID_FS_TYPE)"
 check_eq "ID_FS_USAGE" other "$(prop "$cache" ID_FS_USAGE)"
-check_eq "ID_FS_VERSION" 2 "$(prop "$cache" ID_FS_VERSION)"
+check_eq "ID_FS_VERSION" "${DMB_FORMAT_VERSION:-3}" "$(prop "$cache" ID_FS_VERSION)"
 check_eq "ID_FS_UUID is the cache's uuid" "$uuid" "$(prop "$cache" ID_FS_UUID)"
 check_eq "ID_FS_UUID_ENC" "$uuid" "$(prop "$cache" ID_FS_UUID_ENC)"
 check_eq "ID_FS_LABEL: unsafe characters as _" fast_ssd_1 "$(prop "$cache" ID_FS_LABEL)"
