@@ -401,8 +401,8 @@ static void bch_wb_mark_clean(struct bch_target *bt, struct bch_wb_extent *ext,
 			continue;	/* not written back */
 		if (bch_index_lookup(set, inode, e->start, e->start + e->size,
 				     &k) != 1 ||
-		    k.size != e->size || bch_key_sector(&k) != e->ptr || bch_key_gen(&k) != e->gen ||
-		    !(k.flags & BCH_KEY_DIRTY))
+		    k.size != e->size || bch_key_sector(&k) != e->ptr ||
+		    bch_key_gen(&k) != e->gen || !(k.flags & BCH_KEY_DIRTY))
 			continue;
 		dirty = k;
 		k.flags &= ~BCH_KEY_DIRTY;

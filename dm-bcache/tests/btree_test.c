@@ -365,7 +365,8 @@ static void dur_key_check(const struct bch_bkey *k)
 
 	if (!T.check_dur || !T.dur_pass || bch_key_sector(k) < DATA_BASE || db >= NDB)
 		return;
-	if ((int8_t)(bch_key_gen(k) - T.dur_gen[db]) < 0 && !doa_test(T.dur_doa, db, bch_key_gen(k)))
+	if ((int8_t)(bch_key_gen(k) - T.dur_gen[db]) < 0 &&
+	    !doa_test(T.dur_doa, db, bch_key_gen(k)))
 		T.dur_dead++;
 }
 
@@ -1513,7 +1514,8 @@ static int test_torn_set(void)
 		bch_btree_root(&T.b, &root, &level);
 		if (!round)
 			root0 = root;
-		CHECK(level == 0 && bch_key_sector(&root) == bch_key_sector(&root0));	/* appended */
+		/* appended */
+		CHECK(level == 0 && bch_key_sector(&root) == bch_key_sector(&root0));
 		T.snap[round] = model_save();
 	}
 	node = bucket_data(bch_key_sector(&root) / T.cfg->bucket);
@@ -1776,7 +1778,8 @@ static int test_sets_change(void)
 	}
 	reload(false);
 	bch_btree_root(&T.b, &root, &level);
-	CHECK(bch_key_sector(&root) != bch_key_sector(&root0));		/* compacted: rewritten elsewhere */
+	/* compacted: rewritten elsewhere */
+	CHECK(bch_key_sector(&root) != bch_key_sector(&root0));
 	CHECK(node_sets(bch_key_sector(&root) / T.cfg->bucket, offs, 8) == 1);
 	CHECK(gc_check());
 	CHECK(T.bad_calls == 0);
