@@ -10,8 +10,10 @@
  * tests cover torn sets, corrupt nodes, argument checks, and shared
  * inserts from several threads.
  *
- * Usage: btree_test [seed [ops [shared]]] ("shared": only the threads'
- * test, as the ThreadSanitizer build runs it). The last line is
+ * Usage: btree_test [seed [ops [shared | all | CONFIG [v2 | v3]]]]
+ * ("shared": only the threads' test, as the ThreadSanitizer build runs
+ * it; CONFIG: only that random test, e.g. "1/1 deep"; v2 or v3: every
+ * test in that key layout, else they alternate). The last line is
  * "N passed, N failed".
  */
 #define _GNU_SOURCE
@@ -108,6 +110,7 @@ static const u32 inodes[NINODES] = { 0, 7, U32_MAX };
 
 struct msec {
 	u64	ptr;
+	u64	gen64;		/* the gen it was written with, as if gens never wrapped */
 	u64	ptr2;		/* the second copy's pointer (member, gen, sector), or 0 */
 	u64	cbase;		/* where the checksummed range starts, or 0 */
 	u32	csum;
@@ -173,6 +176,12 @@ static struct {
 
 	u8		dgen[NDB];
 	/*
+	 * The same, never wrapping: a dead key the index dropped must stay
+	 * dead in the model when its bucket's gen comes round again.
+	 */
+	u64		dgen64[NDB];
+	u8		init_gen[NDB];	/* last_gc before any pass is durable */
+	/*
 	 * A GC pass lets the kernel move last_gc to the gens it started with
 	 * once a flush after it is done: no key older may then be on disk,
 	 * but for keys inserted stale since (doa: a bit per data bucket and
@@ -200,7 +209,8 @@ static struct {
 } T;
 
 static u64 test_seed;
-static unsigned int layouts;	/* setups so far: the layout alternates */
+static unsigned int test_index;	/* of the test running: the layout alternates */
+static u32 force_key_bytes;	/* argv[4] v2 or v3: that layout only */
 
 /* A failed check ends the test: back to main(), which tears it down. */
 static jmp_buf fail_jmp;
@@ -388,7 +398,9 @@ static const struct bch_btree_ops test_ops = {
 
 static bool msec_live(const struct msec *m)
 {
-	return m->valid && !data_dead(m->ptr, m->gen);
+	u64 db = (m->ptr - DATA_BASE) / DB;
+
+	return m->valid && !data_dead(m->ptr, m->gen) && m->gen64 == T.dgen64[db];
 }
 
 /*
@@ -416,6 +428,12 @@ static void msec_set(struct msec *m, const struct bch_bkey *k, u64 j)
 	m->csum = k->flags & BCH_KEY_CSUM ? k->csum : 0;
 	m->csum_sectors = k->flags & BCH_KEY_CSUM ? k->csum_sectors : 0;
 	m->gen = bch_key_gen(k);
+	m->gen64 = 0;
+	if (m->ptr >= DATA_BASE && (m->ptr - DATA_BASE) / DB < NDB) {
+		u64 db = (m->ptr - DATA_BASE) / DB;
+
+		m->gen64 = T.dgen64[db] - (u8)(T.dgen[db] - m->gen);
+	}
 	m->flags = k->flags;
 }
 
@@ -451,8 +469,11 @@ static void setup(const char *test, const struct config *c)
 	T.base[0] = 0;
 	T.base[1] = 1000000;
 	T.base[2] = U64_MAX - c->space;	/* keys ending at U64_MAX */
-	for (i = 0; i < NDB; i++)
+	for (i = 0; i < NDB; i++) {
 		T.dgen[i] = rnd(256);
+		T.dgen64[i] = 256 + T.dgen[i];
+		T.init_gen[i] = T.dgen[i];
+	}
 	T.b.ops = &test_ops;
 	T.b.priv = &T;
 	T.b.bucket_sectors = c->bucket;
@@ -462,7 +483,8 @@ static void setup(const char *test, const struct config *c)
 	 * Both layouts, alternately, so that every test runs in each over two
 	 * seeds: node capacity and set sizes follow the key size.
 	 */
-	T.b.key_bytes = (test_seed + layouts++) % 2 ? BCH_KEY_BYTES_V2 : BCH_KEY_BYTES_V3;
+	T.b.key_bytes = force_key_bytes ?:
+			(test_seed + test_index) % 2 ? BCH_KEY_BYTES_V2 : BCH_KEY_BYTES_V3;
 	T.b.max_leaves = c->leaves < 0 ? 0 : c->leaves ? (u64)c->leaves : U64_MAX;
 	/* Often small, so that nodes of every size keep several open sets. */
 	T.b.open_set_keys = rnd(4) ? 1 + rnd(8) : 0;
@@ -1003,8 +1025,13 @@ static int bump_gen(void)
 {
 	unsigned int i = rnd(NINODES), found = 0;
 	u64 db = rnd(NDB), j;
+	u8 last_gc = T.dur_pass ? T.dur_gen[db] : T.init_gen[db];
 
+	/* As the kernel: no gen moves BCH_GC_GEN_MAX past last_gc before a GC. */
+	if ((u8)(T.dgen[db] + 1 - last_gc) >= 64)
+		return 1;
 	T.dgen[db]++;
+	T.dgen64[db]++;
 	for (j = rnd(T.cfg->space); j < T.cfg->space && found < 3; j++) {
 		const struct msec *m = &T.model[i][j];
 
@@ -2174,11 +2201,18 @@ int main(int argc, char **argv)
 	static unsigned int i;
 
 	test_seed = seed;
+	if (argc > 4)
+		force_key_bytes = !strcmp(argv[4], "v2") ? BCH_KEY_BYTES_V2 : BCH_KEY_BYTES_V3;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("btree_test seed %llu, %ld ops\n", seed, ops);
 	for (i = 0; i < ARRAY_SIZE(configs) + 6; i++) {
 		if (argc > 3 && !strcmp(argv[3], "shared") && i != ARRAY_SIZE(configs) + 4)
 			continue;
+		/* argv[3] a random config's name: that one only */
+		if (argc > 3 && strcmp(argv[3], "shared") && strcmp(argv[3], "all") &&
+		    (i >= ARRAY_SIZE(configs) || strcmp(argv[3], configs[i].name)))
+			continue;
+		test_index = i;
 		rng_state = seed * 1000003 + i;
 		seq_state = ~rng_state;
 		mem_live = 0;
