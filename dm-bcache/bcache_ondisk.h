@@ -486,11 +486,15 @@ static inline int bch_bkey_unpack(struct bch_bkey *k, const void *disk,
 	return 1;
 }
 
-/* Can @k be written in @key_bytes' layout? Version 2: one pointer, no checksum. */
+/*
+ * Can @k be written in @key_bytes' layout with nothing lost? Version 2 has
+ * one pointer and no checksum fields (its flags byte is written as is: a
+ * checksum flag there is for the rules to refuse).
+ */
 static inline int bch_bkey_fits(const struct bch_bkey *k, __u32 key_bytes)
 {
 	return key_bytes != BCH_KEY_BYTES_V2 ||
-	       (k->nptrs <= 1 && !(k->flags & BCH_KEY_CSUM));
+	       (k->nptrs <= 1 && !k->csum && !k->csum_sectors && !k->csum_front);
 }
 
 /* Write @k in @key_bytes' layout (version 2: only if bch_bkey_fits()). */
