@@ -180,7 +180,7 @@ static void snoop_node(struct bch_cache *c, u64 bucket, const u8 *buf)
 {
 	size_t len = (size_t)c->bucket_size << BCH_SECTOR_SHIFT, off = 0, bytes;
 	const struct bch_bset_disk *d = (const void *)buf;
-	u32 max = (len - sizeof(*d)) / bch_sb_key_bytes(&c->sb), got = 0;
+	u32 max = bch_node_keys(len, bch_sb_key_bytes(&c->sb)), got = 0;
 	unsigned int level = le16toh(d->level), idx;
 	struct bch_bkey *keys;
 	u64 seq = 0;

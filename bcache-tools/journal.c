@@ -23,7 +23,7 @@ bool bch_journal_bucket(const struct bch_sb_disk *sb, uint64_t bucket)
 uint32_t bch_jset_csum(const struct bch_jset_disk *j, uint32_t key_bytes)
 {
 	return bch_csum((const uint8_t *)j + sizeof(j->csum),
-			sizeof(*j) - sizeof(j->csum) + (size_t)le32toh(j->nkeys) * key_bytes);
+			bch_jset_bytes(le32toh(j->nkeys), key_bytes) - sizeof(j->csum));
 }
 
 const char *bch_jkey_invalid(const struct bch_sb_disk *sb, const struct bch_jentry *e,

@@ -405,6 +405,18 @@ static inline __u32 bch_journal_default_buckets(__u64 nbuckets)
 	return (__u32)n;
 }
 
+/* Bytes of a journal entry's header and @nkeys keys of @key_bytes. */
+static inline __u32 bch_jset_bytes(__u32 nkeys, __u32 key_bytes)
+{
+	return sizeof(struct bch_jset_disk) + nkeys * key_bytes;
+}
+
+/* Keys of @key_bytes that one set filling a node of @bucket_bytes holds. */
+static inline __u32 bch_node_keys(__u64 bucket_bytes, __u32 key_bytes)
+{
+	return (__u32)((bucket_bytes - sizeof(struct bch_bset_disk)) / key_bytes);
+}
+
 /* Keys that fit in an entry of @sectors. */
 static inline __u32 bch_jset_max_keys(__u32 sectors, __u32 key_bytes)
 {

@@ -1739,7 +1739,7 @@ static int btree_setup(struct bch_btree *b)
 
 	b->root = NULL;
 	b->level = 0;
-	b->node_keys = (bucket_bytes - sizeof(struct bch_bset_disk)) / b->key_bytes;
+	b->node_keys = bch_node_keys(bucket_bytes, b->key_bytes);
 	b->split_keys = b->node_keys * 3 / 4;
 	b->nodes = 0;
 	b->compactions = 0;

@@ -65,8 +65,8 @@ static void bch_index_budget(struct bch_cache_set *set)
 	 * A leaf's memory: as many in-memory keys as a bucket holds on disk
 	 * (a bucket's worth in version 3, half as much again in version 2).
 	 */
-	leaf = (((u64)set->bucket_size << SECTOR_SHIFT) - sizeof(struct bch_bset_disk)) /
-	       set->key_bytes * sizeof(struct bch_bkey);
+	leaf = (u64)bch_node_keys((u64)set->bucket_size << SECTOR_SHIFT, set->key_bytes) *
+	       sizeof(struct bch_bkey);
 	set->btree.max_leaves = div64_u64(bytes, leaf);
 }
 

@@ -38,11 +38,6 @@ static void bch_journal_write_work(struct work_struct *work);
 static void bch_journal_done_work(struct work_struct *work);
 static void bch_journal_write(struct bch_journal *j);
 
-static u32 bch_jset_bytes(const struct bch_cache_set *set, u32 nkeys)
-{
-	return sizeof(struct bch_jset_disk) + nkeys * set->key_bytes;
-}
-
 static void *bch_jset_key(struct bch_jset_disk *d, const struct bch_cache_set *set, u32 i)
 {
 	return (u8 *)(d + 1) + (size_t)set->key_bytes * i;
@@ -150,7 +145,7 @@ static int bch_jset_check(struct bch_cache_set *set, struct bch_jset_disk *d,
 	    nkeys > bch_jset_max_keys(sectors, set->key_bytes))
 		return -1;
 	if (bch_crc32c((u8 *)d + sizeof(d->csum),
-		       bch_jset_bytes(set, nkeys) - sizeof(d->csum)) !=
+		       bch_jset_bytes(nkeys, set->key_bytes) - sizeof(d->csum)) !=
 	    le32_to_cpu(d->csum))
 		return -1;
 	return nkeys;
@@ -304,11 +299,12 @@ static bool bch_journal_seal(struct bch_journal *j)
 	struct bch_cache_set *set = j->set;
 	struct bch_jbuf *jb = j->cur;
 	struct bch_jset_disk *d = jb->data;
-	u32 block = set->block_size << SECTOR_SHIFT;
+	u32 block = set->block_size << SECTOR_SHIFT, bytes;
 	u64 skip = 0;
 
 	lockdep_assert_held(&j->lock);
-	jb->sectors = round_up(bch_jset_bytes(set, jb->nkeys), block) >> SECTOR_SHIFT;
+	bytes = bch_jset_bytes(jb->nkeys, set->key_bytes);
+	jb->sectors = round_up(bytes, block) >> SECTOR_SHIFT;
 	if (j->pos % set->bucket_size + jb->sectors > set->bucket_size)
 		skip = set->bucket_size - j->pos % set->bucket_size;
 	if (j->used + skip + jb->sectors > j->ring_sectors ||
@@ -322,11 +318,9 @@ static bool bch_journal_seal(struct bch_journal *j)
 	d->nkeys = cpu_to_le32(jb->nkeys);
 	d->sectors = cpu_to_le32(jb->sectors);
 	memcpy(d->set_uuid, set->sb->set_uuid, sizeof(d->set_uuid));
-	memset((u8 *)d + bch_jset_bytes(set, jb->nkeys), 0,
-	       (jb->sectors << SECTOR_SHIFT) - bch_jset_bytes(set, jb->nkeys));
+	memset((u8 *)d + bytes, 0, (jb->sectors << SECTOR_SHIFT) - bytes);
 	d->csum = cpu_to_le32(bch_crc32c((u8 *)d + sizeof(d->csum),
-					 bch_jset_bytes(set, jb->nkeys) -
-					 sizeof(d->csum)));
+					 bytes - sizeof(d->csum)));
 	j->pos = (j->pos + jb->sectors) % j->ring_sectors;
 	j->used += skip + jb->sectors;
 	j->seq++;

@@ -480,7 +480,7 @@ static void jentry(struct jwriter *w, char *spec)
 	}
 	for (i = 0; i < nkeys; i++)
 		keys[i].inode = epoch << BCH_INODE_SLOT_BITS | slot;
-	bytes = sizeof(*e) + nkeys * key_bytes;
+	bytes = bch_jset_bytes(nkeys, key_bytes);
 	if (!sectors)
 		sectors = bch_round_up(bytes, block << BCH_SECTOR_SHIFT) >> BCH_SECTOR_SHIFT;
 	if (sectors > bucket || sectors > BCH_JSET_MAX_SECTORS)
