@@ -394,17 +394,17 @@ function slope(k,    a, b, d) {	# per GiB cached, from the smallest to the large
 END {
 	if (!n) exit
 	print "\n## Scale: the index at several cache sizes (case `scale`)\n"
-	print "dm-bcache alone, on caches of each size (make-bcache defaults: 512 KiB buckets), each filled by 4k random read misses over 80% of it (one 4 KiB extent per key). Memory: slab + vmalloc growth over the fill, page cache dropped. open: the constructor on the filled cache (the bucket states and the root; the whole index before 2098278), and on the fresh one, and the nodes it read. gc: the `gc` message (a GC pass, then a checkpoint); checkpoint: the `checkpoint` message (a pass only if one is due); IO waits for either. Latency: the reads of a 4k 90/10 read/write QD1 run over the filled set, p99.9 / max in us: alone, beside a shell spinning on a CPU (the guest has two vCPUs on a host of two cores: what any busy thread costs the reads, the floor for the next columns), and beside those messages sent back to back (in brackets: how many ran; of the index nodes compacted meanwhile, how many while lookups went on, the rest making every IO wait); then beside `gc` messages again with `read_unlocked=N`, every index node read with the index locked (the way before 2026-12-05): with a node budget smaller than the index, the difference is what reading nodes unlocked saves.\n"
+	print "dm-bcache alone, on caches of each size (make-bcache defaults: 512 KiB buckets), each filled by 4k random read misses over 80% of it (one 4 KiB extent per key; fill s: how long that took). Rows named SIZEvN: a cache of on-disk format N, each size in each format in turn in the same boot. Memory: slab + vmalloc growth over the fill, page cache dropped. open: the constructor on the filled cache (the bucket states and the root; the whole index before 2098278), and on the fresh one, and the nodes it read. gc: the `gc` message (a GC pass, then a checkpoint); checkpoint: the `checkpoint` message (a pass only if one is due); IO waits for either. Latency: the reads of a 4k 90/10 read/write QD1 run over the filled set, p99.9 / max in us: alone, beside a shell spinning on a CPU (the guest has two vCPUs on a host of two cores: what any busy thread costs the reads, the floor for the next columns), and beside those messages sent back to back (in brackets: how many ran; of the index nodes compacted meanwhile, how many while lookups went on, the rest making every IO wait); then beside `gc` messages again with `read_unlocked=N`, every index node read with the index locked (the way before 2026-12-05): with a node budget smaller than the index, the difference is what reading nodes unlocked saves.\n"
 	if ("node_cache_mb" in g)
 		printf "node_cache_mb: %s (-1: an eighth of RAM). After the checkpoints: the memory once every leaf is clean, and the nodes resident / read from disk so far.\n\n", g["node_cache_mb"]
 	if (g["cache_delay_ms"] > 0)
 		printf "The cache device is behind dm-delay: %s ms on every read and write.\n\n", g["cache_delay_ms"]
-	print "| cache GiB | cached MiB | nodes in memory | slab+vmalloc MiB | MiB per GiB cached | after checkpoints MiB | nodes resident / read | open s (empty), nodes read | gc s | checkpoint s | read p99.9 / max us, alone | beside a busy CPU | during gc | during checkpoint | during gc, nodes read locked |"
-	print "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	print "| cache GiB | cached MiB | fill s | nodes in memory | slab+vmalloc MiB | MiB per GiB cached | after checkpoints MiB | nodes resident / read | open s (empty), nodes read | gc s | checkpoint s | read p99.9 / max us, alone | beside a busy CPU | during gc | during checkpoint | during gc, nodes read locked |"
+	print "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 	for (i = 1; i <= n; i++) {
 		s = sz[i]
-		printf "| %s | %.0f | %s | %.1f | %s | %.1f | %s / %s | %s (%s), %s | %s | %s | %s | %s | %s (%s) | %s (%s) | %s (%s) |\n",
-			s, v[s, "filled_kib"] / 1024, v[s, "btree_nodes"], mem(s),
+		printf "| %s | %.0f | %s | %s | %.1f | %s | %.1f | %s / %s | %s (%s), %s | %s | %s | %s | %s | %s (%s) | %s (%s) | %s (%s) |\n",
+			s, v[s, "filled_kib"] / 1024, v[s, "fill_s"], v[s, "btree_nodes"], mem(s),
 			(gib(s) > 0 ? sprintf("%.2f", mem(s) / gib(s)) : "-"), memcp(s),
 			v[s, "nodes_resident"], v[s, "nodes_read"],
 			v[s, "open_s"], v[s, "open_empty_s"], v[s, "open_nodes_read"], v[s, "gc_s"],

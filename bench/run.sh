@@ -35,6 +35,9 @@
 #   BENCH_SCALE_GB=1,4    cache sizes of the scale case, GiB (the sparse
 #                         disk under $BUILD/bench takes up to the largest)
 #   BENCH_SCALE_LAT_RT=10 seconds of each latency run of the scale case
+#   BENCH_SCALE_FORMATS=3 on-disk format versions of the scale case's caches
+#                         (2,3: each size in both, side by side; its rows
+#                         are then named 4v2, 4v3, ...)
 #   BENCH_NODE_CACHE_MB=  dm-bcache's node_cache_mb in the scale case (the
 #                         index's memory budget; default: the module's)
 #   BENCH_SCALE_CACHE_DELAY_MS=0  the scale case's cache device behind
@@ -66,6 +69,7 @@ JOBS=${BENCH_JOBS:-}
 PROFILE=${BENCH_PROFILE:-0}
 SCALE_GB=${BENCH_SCALE_GB:-1,4}
 SCALE_LAT_RT=${BENCH_SCALE_LAT_RT:-10}
+SCALE_FORMATS=${BENCH_SCALE_FORMATS:-3}
 NODE_CACHE_MB=${BENCH_NODE_CACHE_MB:-}
 SCALE_CACHE_DELAY=${BENCH_SCALE_CACHE_DELAY_MS:-0}
 ORIGIN_MB=1024
@@ -79,6 +83,7 @@ done
 [[ $JOBS =~ ^[a-z0-9,-]*$ ]] || die "bad BENCH_JOBS=$JOBS"
 [[ $PROFILE =~ ^[01]$ ]] || die "BENCH_PROFILE must be 0 or 1"
 [[ $SCALE_GB =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "bad BENCH_SCALE_GB=$SCALE_GB"
+[[ $SCALE_FORMATS =~ ^[23](,[23])?$ ]] || die "bad BENCH_SCALE_FORMATS=$SCALE_FORMATS"
 [[ $NODE_CACHE_MB =~ ^(-1|[0-9]*)$ ]] || die "bad BENCH_NODE_CACHE_MB=$NODE_CACHE_MB"
 # the scale case's disk holds its largest cache; the origin 80% of that
 SCALE_MAX=$(tr ',' '\n' <<<"$SCALE_GB" | sort -n | tail -n 1)
@@ -191,6 +196,7 @@ append+=" bench.cases=$CASES bench.delay=$DELAY bench.reps=$REPS bench.rt=$RT"
 append+=" bench.zrt=$ZRT bench.cache_mb=$CACHE_MB bench.contenders=$CONTENDERS"
 append+=" bench.profile=$PROFILE${JOBS:+ bench.jobs=$JOBS}"
 append+=" bench.scale_gb=$SCALE_GB bench.scale_lat_rt=$SCALE_LAT_RT"
+append+=" bench.scale_formats=$SCALE_FORMATS"
 append+=" bench.scale_cache_delay=$SCALE_CACHE_DELAY"
 append+="${NODE_CACHE_MB:+ bench.node_cache_mb=$NODE_CACHE_MB}"
 QEMU+=(-append "$append")

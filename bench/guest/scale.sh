@@ -3,7 +3,8 @@
 # index's costs grow with what is cached. For each size in bench.scale_gb
 # a cache of that size (the first GiB of the sparse virtio disk "scale",
 # 512 KiB buckets) is filled by 4k random read misses over 80% of it,
-# then measured:
+# then measured (for each format in bench.scale_formats; with more than
+# one, the rows are named SIZEvN):
 #   memory     slab + vmalloc over the fill (memsnap), per GiB cached;
 #              again after the gc and checkpoint messages (every leaf
 #              clean: the node cache holds at most its budget)
@@ -30,6 +31,7 @@
 #   SW case size_gib mode writes_per_s inserts_shared   (the inserts runs)
 
 SCALE_GB=$(bparam scale_gb 1,4 | tr ',' ' ')
+SCALE_FORMATS=$(bparam scale_formats 3 | tr ',' ' ')
 SCALE_LAT_RT=$(bparam scale_lat_rt 10)
 SCALE_NODE_CACHE_MB=$(bparam node_cache_mb "")
 SCALE_CACHE_DELAY=$(bparam scale_cache_delay 0)
@@ -112,11 +114,12 @@ scale_lat() {
 	say "  ${s} GiB latency $mode: $(cut -d' ' -f5- "$B/tmp/sl") (reads p99.9_us max_us checkpoints compactions nolock)"
 }
 
+# scale_one CASE GIB FORMAT LABEL: the row LABEL (the size, or SIZEvN)
 scale_one() {
-	local c=$1 s=$2 csz osz mb m0 m1 t i f
-	csz=$((s * 1024 * MiB))
+	local c=$1 gib=$2 fmt=$3 s=$4 csz osz mb m0 m1 t i f
+	csz=$((gib * 1024 * MiB))
 	osz=$(sectors /dev/mapper/borigin)
-	mb=$((s * 1024 * 8 / 10))
+	mb=$((gib * 1024 * 8 / 10))
 	if [ "$csz" -gt "$(sectors "$SCALE_DISK")" ] || [ "$((mb * MiB))" -gt "$osz" ]; then
 		err "$c dm-bcache scale ${s}G: the scale disk or the origin is too small"
 		return 1
@@ -128,7 +131,7 @@ scale_one() {
 	fi && dmsetup mknodes scache || { err "$c dm-bcache scale ${s}G: the cache device"; return 1; }
 	wipe /dev/mapper/scache
 	# buckets: make-bcache's default (512 KiB), as on a real SSD
-	make-bcache -q -w 4k /dev/mapper/scache || { err "$c dm-bcache scale ${s}G: make-bcache"; return 1; }
+	make-bcache -q -w 4k --format-version "$fmt" /dev/mapper/scache || { err "$c dm-bcache scale ${s}G: make-bcache"; return 1; }
 	m0=$(memsnap)
 	t=$(timed dmsetup create dmb --table "0 $osz bcache /dev/mapper/scache /dev/mapper/borigin") ||
 		{ err "$c dm-bcache scale ${s}G: create"; dmsetup remove scache; return 1; }
@@ -190,7 +193,7 @@ scale_one() {
 }
 
 scale_job() {
-	local c=$1 s
+	local c=$1 s f
 	[ -n "$SCALE_DISK" ] || { err "$c dm-bcache scale: no scale disk"; return 1; }
 	if [ -n "$SCALE_NODE_CACHE_MB" ]; then
 		echo "$SCALE_NODE_CACHE_MB" >/sys/module/dm_bcache/parameters/node_cache_mb ||
@@ -199,7 +202,13 @@ scale_job() {
 	out "SC $c 0 node_cache_mb $(cat /sys/module/dm_bcache/parameters/node_cache_mb)"
 	out "SC $c 0 cache_delay_ms $SCALE_CACHE_DELAY"
 	for s in $SCALE_GB; do
-		scale_one "$c" "$s"
-		save
+		for f in $SCALE_FORMATS; do
+			if [ "$SCALE_FORMATS" = "$f" ]; then
+				scale_one "$c" "$s" "$f" "$s"
+			else
+				scale_one "$c" "$s" "$f" "${s}v$f"
+			fi
+			save
+		done
 	done
 }
