@@ -1,8 +1,9 @@
 # Metadata with valid checksums that breaks the on-disk rules: a leaf key
 # of an index node pointing into a journal bucket (the rule replay applies
-# to journal keys, bcache_ondisk.h), and a UUID slot whose epoch is out of
-# range. The first must cost the index (logged, every origin invalidated,
-# reads equal the origin), the second must refuse the cache; bcache-check
+# to journal keys, bcache_ondisk.h), the same key made one no index key
+# can be (it does not unpack), and a UUID slot whose epoch is out of
+# range. The first two must cost the index (logged, every origin
+# invalidated, reads equal the origin), the last must refuse the cache; bcache-check
 # must say the same. Never an oops.
 # disks: cache=32M origin=64M pristine=32M
 # timeout: 600
@@ -107,7 +108,30 @@ check "the slot's data invalidated (epoch bumped)" test "$(bcache-super-show -u 
 	awk -F'\t' '$1 == "slot.0.epoch" { print $2 }')" -gt "$epoch"
 check "then consistent" bcache-check "$cache"
 
-# 2. Slot 0's epoch 2^24 above its own, in the current UUID table copy:
+# 2. The same key made one that no index key can be, the set's checksum
+# redone: in version 3, three pointers (nptrs, byte 41, at most 2); in
+# version 2, a pointer past the 48 bits of a sector. The set unpacks to
+# nothing: the node, and so the index, cannot be loaded (-EUCLEAN), as in 1.
+check "back to the pristine copy" dd if="$pristine" of="$cache" bs=1M conv=fsync
+dmesg -c >/dev/null	# case 1's lines
+if [ "$kb" = 32 ]; then
+	put_le "$cache" $((key + 16)) 8 $((1 << 56))
+else
+	put_le "$cache" $((key + 41)) 1 3
+fi
+put_le "$cache" "$base" 4 "$(crc32c_of "$cache" $((base + 4)) $((28 + kb * nkeys)))"
+sync
+check_fails "bcache-check flags the set" bcache-check "$cache"
+check "bcache-check says why" sh -c \
+	"bcache-check '$cache' | grep -q 'node in bucket $leaf: set [0-9]* holds a key no index key can be'"
+check "attached" dmb_create c "$cache" "$origin" origin_uuid $A
+check "the set refused with a log line" dmesg_has "node in bucket $leaf: set [0-9]* holds a key no index key can be"
+check "the index dropped" dmesg_has "cannot load the index (-117): cached data invalidated"
+check "every read equals the origin" dmb_same /dev/mapper/c "$origin"
+check "remove" dmb_remove c
+check "then consistent" bcache-check "$cache"
+
+# 3. Slot 0's epoch 2^24 above its own, in the current UUID table copy:
 # shifted into a key inode it would alias the slot's real epoch.
 check "back to the pristine copy" dd if="$pristine" of="$cache" bs=1M conv=fsync
 ucur=$(field uuid.current)
