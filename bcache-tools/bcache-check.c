@@ -55,9 +55,10 @@ static struct kind k_journal = { .what = "journal problems" };
 static struct kind k_node = { .what = "index node problems" };
 static struct kind k_key = { .what = "index key problems" };
 static struct kind k_data = { .what = "cache space problems" };
+static struct kind k_csum = { .what = "data checksum mismatches" };
 
 static struct {
-	bool	quiet, verbose, repair, force;
+	bool	quiet, verbose, repair, force, data;
 	unsigned int errors;
 
 	/* what a repair has to do, or why it must not */
@@ -90,6 +91,9 @@ static struct {
 	char	dirty_unknown[WHY_LEN];
 	char	dirty_partial[WHY_LEN];
 	bool	kernel_drops;
+
+	/* --data: the live keys' data against their checksums */
+	u64	csum_keys, csum_bad, csum_none, csum_sectors, csum_unreadable;
 } S;
 
 __printf(1, 2) static void info(const char *fmt, ...)
@@ -140,7 +144,7 @@ static void kind_summary(const struct kind *k)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: " PROG " [-r [-f]] [-v] [-q] [-P] <device>\n"
+		"Usage: " PROG " [-r [-f]] [-v] [-q] [-P] [-d] <device>\n"
 		"Check a dm-bcache cache device that no table is using.\n\n"
 		"  -r, --repair   invalidate what cannot be trusted (never guesses);\n"
 		"                 refused if that loses dirty (not written back) data\n"
@@ -149,6 +153,8 @@ static void usage(FILE *f)
 		"  -q, --quiet    print nothing; the exit status tells\n"
 		"  -P, --progress show progress on stderr even when it is not a\n"
 		"                 terminal (on a terminal it is shown anyway)\n"
+		"  -d, --data     also read the cached data of every live key with a\n"
+		"                 checksum (format version 3) and verify it\n"
 		"  -h, --help     show this help\n\n"
 		"Exit status: 0 consistent, 1 inconsistencies found (repaired or not),\n"
 		"2 bad arguments, 3 unreadable or not a dm-bcache cache device.\n");
@@ -749,6 +755,39 @@ static void check_node(struct bch_cache *c, struct walk *w, const struct bch_bke
 	}
 }
 
+/*
+ * --data: the checksummed range of live key @k (the key, or a range it is
+ * a part of) read from the device and its crc32c compared. A mismatch is
+ * data the kernel would refuse to serve.
+ */
+static void check_data(struct bch_cache *c, const struct bch_bkey *k, const char *where)
+{
+	static u8 buf[BCH_CSUM_MAX_SECTORS << BCH_SECTOR_SHIFT];
+	u64 start;
+	u32 crc;
+
+	if (!(k->flags & BCH_KEY_CSUM)) {
+		S.csum_none++;
+		return;
+	}
+	start = bch_key_sector(k) - k->csum_front;
+	if (bch_pread_all(&c->dev, buf, (size_t)k->csum_sectors << BCH_SECTOR_SHIFT,
+			  start << BCH_SECTOR_SHIFT)) {
+		problem(&k_csum, "index key (%s): its data cannot be read: %s", where,
+			bch_strerror());
+		S.csum_unreadable++;
+		return;
+	}
+	S.csum_keys++;
+	S.csum_sectors += k->csum_sectors;
+	crc = bch_csum(buf, (size_t)k->csum_sectors << BCH_SECTOR_SHIFT);
+	if (crc == k->csum)
+		return;
+	S.csum_bad++;
+	problem(&k_csum, "index key (%s): data checksum %08x, the key says %08x (range %u sectors from %llu)",
+		where, crc, k->csum, k->csum_sectors, (unsigned long long)start);
+}
+
 static void check_live(struct bch_cache *c, struct walk *w, const struct bch_bkey *k)
 {
 	u64 bucket = bch_key_sector(k) / c->bucket_size;
@@ -764,6 +803,8 @@ static void check_live(struct bch_cache *c, struct walk *w, const struct bch_bke
 		return;
 	}
 	count_dirty(k);
+	if (S.data)
+		check_data(c, k, where);
 	w->live_sectors[bucket] += k->size;
 	w->live_total += k->size;
 	if (w->nlive == w->live_size) {
@@ -1051,6 +1092,14 @@ static void check_index(struct bch_cache *c)
 	     len ? ")" : "", journal);
 	if (rp.bad)
 		recount_dirty(c);
+	if (S.data) {
+		bch_format_size(S.csum_sectors << BCH_SECTOR_SHIFT, sectors);
+		info("data: %llu key%s verified against %s checksum%s (%s read), %llu mismatched, %llu unreadable, %llu without a checksum",
+		     (unsigned long long)S.csum_keys, S.csum_keys == 1 ? "" : "s",
+		     S.csum_keys == 1 ? "its" : "their", S.csum_keys == 1 ? "" : "s", sectors,
+		     (unsigned long long)S.csum_bad, (unsigned long long)S.csum_unreadable,
+		     (unsigned long long)S.csum_none);
+	}
 out:
 	if (w.oom) {
 		problem(&k_node, "index: out of memory: not fully checked");
@@ -1327,18 +1376,19 @@ int main(int argc, char **argv)
 		{ "verbose",	no_argument, NULL, 'v' },
 		{ "quiet",	no_argument, NULL, 'q' },
 		{ "progress",	no_argument, NULL, 'P' },
+		{ "data",	no_argument, NULL, 'd' },
 		{ "help",	no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	static const struct kind *kinds[] = { &k_sb, &k_prio, &k_uuid, &k_journal, &k_node, &k_key,
-					      &k_data };
+					      &k_data, &k_csum };
 	struct bch_cache c;
 	const char *path;
 	unsigned int i;
 	bool progress = false;
 	int opt, ret;
 
-	while ((opt = getopt_long(argc, argv, "rfvqPh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "rfvqPdh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'r':
 			S.repair = true;
@@ -1354,6 +1404,9 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			progress = true;
+			break;
+		case 'd':
+			S.data = true;
 			break;
 		case 'h':
 			usage(stdout);

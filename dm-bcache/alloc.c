@@ -319,6 +319,16 @@ void bch_alloc_cleaned(struct bch_cache_set *set, const struct bch_bkey *k)
 	spin_unlock(&set->alloc_lock);
 }
 
+/*
+ * Space allocated at @ptr will be indexed as @more keys more than one
+ * (each ends in bch_alloc_done() or bch_alloc_abort()): data checksums
+ * bound a key's size, not the allocation's.
+ */
+void bch_alloc_split(struct bch_cache_set *set, u64 ptr, unsigned int more)
+{
+	atomic_add(more, &set->buckets[ptr / set->bucket_size].pending);
+}
+
 /* Space allocated at @ptr will not be indexed (callable from endio). */
 void bch_alloc_abort(struct bch_cache_set *set, u64 ptr)
 {

@@ -21,6 +21,7 @@
 
 #include "bcache_ondisk.h"
 #include "btree.h"
+#include "csum.h"
 #include "journal.h"
 #include "seq.h"
 #include "track.h"
@@ -349,6 +350,7 @@ int bch_alloc_data(struct bch_cache_set *set, u32 sectors, u64 *ptr, u8 *gen,
 void bch_alloc_done(struct bch_cache_set *set, u64 ptr, u32 inserted);
 void bch_alloc_done_dirty(struct bch_cache_set *set, u64 ptr, u32 inserted);
 void bch_alloc_cleaned(struct bch_cache_set *set, const struct bch_bkey *k);
+void bch_alloc_split(struct bch_cache_set *set, u64 ptr, unsigned int more);
 void bch_alloc_abort(struct bch_cache_set *set, u64 ptr);
 int bch_alloc_btree(struct bch_cache_set *set, u64 *bucket, u8 *gen);
 void bch_free_btree(struct bch_cache_set *set, u64 bucket, bool by_checkpoint);
@@ -454,6 +456,7 @@ enum bch_fault_point {
 	BCH_FAULT_INSERT,
 	BCH_FAULT_CHECKPOINT,
 	BCH_FAULT_JOURNAL,
+	BCH_FAULT_COPY,
 	BCH_FAULTS,
 };
 

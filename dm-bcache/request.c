@@ -52,7 +52,10 @@ struct bch_io {
 	u8			held;	/* has waited in bch_writeback_hold() */
 	u8			rewrite; /* pieces: rewrite as one extent */
 	u8			deferred; /* mapped again by bch_defer_work() */
+	u8			csummed; /* dirty write: csum is its data's */
+	u32			csum;
 	atomic_t		pieces;	/* BCH_IO_PIECES: clones in flight */
+	struct bch_fill		*copy;	/* cached write: the data written */
 	struct work_struct	work;
 };
 
@@ -136,14 +139,63 @@ static void bch_fill_put(struct bch_target *bt)
 	atomic_dec(&bt->fills);
 }
 
-static void bch_fill_free(struct bch_fill *f)
+static void bch_pages_free(struct bch_fill *f)
 {
 	unsigned int i;
 
 	for (i = 0; i < f->nr_pages; i++)
 		__free_page(f->pages[i]);
-	bch_fill_put(f->bt);
 	kfree(f);
+}
+
+/* Pages for @sectors of data, not counted as a fill (yet). */
+static struct bch_fill *bch_pages_alloc(u32 sectors, gfp_t gfp)
+{
+	unsigned int nr = DIV_ROUND_UP(sectors, PAGE_SECTORS), i;
+	struct bch_fill *f;
+
+	f = kzalloc(struct_size(f, pages, nr), gfp);
+	if (!f)
+		return NULL;
+	for (i = 0; i < nr; i++) {
+		f->pages[i] = alloc_page(gfp);
+		if (!f->pages[i])
+			break;
+		f->nr_pages++;
+	}
+	if (f->nr_pages == nr)
+		return f;
+	bch_pages_free(f);
+	return NULL;
+}
+
+static void bch_fill_free(struct bch_fill *f)
+{
+	struct bch_target *bt = f->bt;
+
+	bch_pages_free(f);
+	bch_fill_put(bt);
+}
+
+/* A write of @sectors of @f's pages (from the first) to @ptr on the cache. */
+static struct bio *bch_pages_bio(struct bch_cache_set *set, struct bch_fill *f,
+				 u32 off, u32 sectors, u64 ptr, gfp_t gfp)
+{
+	u32 bytes, end = (off + sectors) << SECTOR_SHIFT;
+	struct bio *bio;
+
+	/* Pieces start on block boundaries, maybe inside a page. */
+	bio = bio_alloc(set->bdev, DIV_ROUND_UP(sectors, PAGE_SECTORS) + 1,
+			REQ_OP_WRITE, gfp);
+	if (!bio)
+		return NULL;
+	bio->bi_iter.bi_sector = ptr;
+	for (off <<= SECTOR_SHIFT; off < end; off += bytes) {
+		bytes = min_t(u32, PAGE_SIZE - offset_in_page(off), end - off);
+		__bio_add_page(bio, f->pages[off >> PAGE_SHIFT], bytes,
+			       offset_in_page(off));
+	}
+	return bio;
 }
 
 /* A piece of a fill to index (bch_index_update()). */
@@ -182,25 +234,24 @@ static void bch_fill_done(struct bch_index_op *op, int r)
 		atomic64_add(op->k.size, &bt->stats.rewritten);
 }
 
-/* Index [sector, sector + sectors) at @ptr, @gen; or count it given up (@r). */
+/*
+ * Index [sector, sector + sectors) at @ptr, @gen; or count it given up
+ * (@r). With data checksums, as keys of at most BCH_CSUM_MAX_SECTORS,
+ * each with the checksum of its part of the fill's pages.
+ */
 static int bch_fill_index(struct bch_fill *f, u64 sector, u32 sectors, u64 ptr,
 			  u8 gen, int r)
 {
+	struct bch_cache_set *set = f->bt->set;
+	bool csums = bch_csums(set);
+	u32 max = csums ? BCH_CSUM_MAX_SECTORS : sectors, done, n;
 	struct bch_fill_op fo = {
 		.op = {
-			.k = {
-				.inode	= f->inode,
-				.size	= sectors,
-				.end	= sector + sectors,
-				.ptr	= { bch_ptr(0, gen, ptr) },
-				.nptrs	= 1,
-			},
 			.check	= bch_fill_check,
 			.done	= bch_fill_done,
 		},
 		.f = f,
 	};
-	struct bch_cache_set *set = f->bt->set;
 
 	if (r) {
 		down_read(&set->btree_lock);
@@ -208,8 +259,33 @@ static int bch_fill_index(struct bch_fill *f, u64 sector, u32 sectors, u64 ptr,
 		up_read(&set->btree_lock);
 		return r;
 	}
+	if (sectors > max)
+		bch_alloc_split(set, ptr, DIV_ROUND_UP(sectors, max) - 1);
 	bch_index_read_ahead(set, f->inode, sector, sector + sectors, false);
-	return bch_index_update(set, &fo.op);
+	for (done = 0; done < sectors; done += n) {
+		n = min(sectors - done, max);
+		if (r) {
+			/* A piece failed (its space given back): so do these. */
+			down_read(&set->btree_lock);
+			bch_alloc_done(set, ptr + done, 0);
+			up_read(&set->btree_lock);
+			continue;
+		}
+		fo.op.k = (struct bch_bkey) {
+			.inode	= f->inode,
+			.size	= n,
+			.end	= sector + done + n,
+			.ptr	= { bch_ptr(0, gen, ptr + done) },
+			.nptrs	= 1,
+		};
+		if (csums)
+			bch_key_set_csum(&fo.op.k,
+					 bch_csum_pages(f->pages,
+							(sector + done - f->sector) << SECTOR_SHIFT,
+							n << SECTOR_SHIFT));
+		r = bch_index_update(set, &fo.op);
+	}
+	return r;
 }
 
 /* Write the copied pages to the cache, piece by piece, and index them. */
@@ -230,21 +306,10 @@ static void bch_fill_work(struct work_struct *work)
 
 	while (done < f->sectors) {
 		struct bio *bio;
-		u32 bytes, off;
 
 		if (bch_alloc_data(set, f->sectors - done, &ptr, &gen, &got))
 			break;
-		/* Pieces start on block boundaries, maybe inside a page. */
-		bio = bio_alloc(set->bdev, DIV_ROUND_UP(got, PAGE_SECTORS) + 1,
-				REQ_OP_WRITE, GFP_NOIO);
-		bio->bi_iter.bi_sector = ptr;
-		for (off = done << SECTOR_SHIFT;
-		     off < (done + got) << SECTOR_SHIFT; off += bytes) {
-			bytes = min_t(u32, PAGE_SIZE - offset_in_page(off),
-				      ((done + got) << SECTOR_SHIFT) - off);
-			__bio_add_page(bio, f->pages[off >> PAGE_SHIFT], bytes,
-				       offset_in_page(off));
-		}
+		bio = bch_pages_bio(set, f, done, got, ptr, GFP_NOIO);
 		r = submit_bio_wait(bio);
 		bio_put(bio);
 		if (r) {
@@ -264,25 +329,16 @@ out:
 static struct bch_fill *bch_fill_alloc(struct bch_target *bt, u32 sectors,
 				       gfp_t gfp)
 {
-	unsigned int nr = DIV_ROUND_UP(sectors, PAGE_SECTORS), i;
 	struct bch_fill *f;
 
 	if (atomic_inc_return(&bt->fills) > BCH_FILLS_MAX ||
 	    bch_cache_failed(bt->set))
 		goto busy;
-	f = kzalloc(struct_size(f, pages, nr), gfp);
+	f = bch_pages_alloc(sectors, gfp);
 	if (!f)
 		goto busy;
 	f->bt = bt;
 	INIT_WORK(&f->work, bch_fill_work);
-	for (i = 0; i < nr; i++) {
-		f->pages[i] = alloc_page(gfp);
-		if (!f->pages[i]) {
-			bch_fill_free(f);
-			return NULL;
-		}
-		f->nr_pages++;
-	}
 	return f;
 busy:
 	bch_fill_put(bt);
@@ -304,6 +360,30 @@ static void bch_fill_copy(struct bch_fill *f, u32 off, struct bio_vec *bv)
 		done += n;
 	}
 	kunmap_local(src);
+}
+
+/*
+ * The data of @bio in pages of the module's own, which the cache is then
+ * written from: its checksum is of the bytes the device gets.
+ */
+static struct bch_fill *bch_copy_bio(struct bch_target *bt, struct bio *bio)
+{
+	struct bvec_iter iter;
+	struct bio_vec bv;
+	struct bch_fill *f;
+	u32 off = 0;
+
+	if (bch_fault(BCH_FAULT_COPY))
+		return NULL;
+	f = bch_pages_alloc(bio_sectors(bio), GFP_NOWAIT | __GFP_NOWARN);
+	if (!f)
+		return NULL;
+	f->bt = bt;
+	bio_for_each_segment(bv, bio, iter) {
+		bch_fill_copy(f, off, &bv);
+		off += bv.bv_len;
+	}
+	return f;
 }
 
 /* A miss completed: copy its data (the bio is about to be returned). */
@@ -365,6 +445,8 @@ static void bch_io_reset(struct bch_io *io)
 	io->origin = 0;
 	io->held = 0;
 	io->rewrite = 0;
+	io->csummed = 0;
+	io->copy = NULL;
 }
 
 /*
@@ -883,25 +965,41 @@ static void bch_cache_write_endio(struct bio *clone)
 	bio_endio(bio);
 }
 
-/* Also write the data to the cache, if it fits in the open bucket. */
+/*
+ * Also write the data to the cache, if it fits in the open bucket: a
+ * clone of the bio, or with data checksums a copy of its data (indexed
+ * from that copy in bch_write_done()).
+ */
 static void bch_write_to_cache(struct bch_target *bt, struct bio *bio,
 			       struct bch_io *io)
 {
 	struct bch_cache_set *set = bt->set;
 	u32 sectors = bio_sectors(bio), got;
-	struct bio *clone;
+	struct bio *clone = NULL;
 
 	if (bch_alloc_data(set, sectors, &io->ptr, &io->gen, &got))
 		return;
 	/* Not in one piece: give the space back, cache nothing. */
-	clone = got < sectors ? NULL :
-		bio_alloc_clone(set->bdev, bio, GFP_NOIO, &bt->bs);
+	if (got == sectors && bch_csums(set)) {
+		io->copy = bch_copy_bio(bt, bio);
+		if (io->copy)
+			clone = bch_pages_bio(set, io->copy, 0, sectors, io->ptr,
+					      GFP_NOWAIT | __GFP_NOWARN);
+		if (!clone && io->copy) {
+			bch_pages_free(io->copy);
+			io->copy = NULL;
+		}
+	} else if (got == sectors) {
+		clone = bio_alloc_clone(set->bdev, bio, GFP_NOIO, &bt->bs);
+		if (clone) {
+			clone->bi_opf &= ~(REQ_FUA | REQ_PREFLUSH);
+			clone->bi_iter.bi_sector = io->ptr;
+		}
+	}
 	if (!clone) {
 		bch_alloc_abort(set, io->ptr);
 		return;
 	}
-	clone->bi_opf &= ~(REQ_FUA | REQ_PREFLUSH);
-	clone->bi_iter.bi_sector = io->ptr;
 	clone->bi_end_io = bch_cache_write_endio;
 	clone->bi_private = bio;
 	io->kind = BCH_IO_WRITE_CACHED;
@@ -987,24 +1085,62 @@ parked:
 	return DM_MAPIO_SUBMITTED;
 }
 
+static void bch_dirty_written(struct bch_target *bt, struct bch_io *io,
+			      blk_status_t error);
+
+/* A dirty write's copy is on the cache (or failed): index it. */
+static void bch_dirty_copy_endio(struct bio *wbio)
+{
+	struct bio *bio = wbio->bi_private;
+	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
+	blk_status_t error = wbio->bi_status;
+
+	bio_put(wbio);
+	bch_pages_free(io->copy);
+	io->copy = NULL;
+	bch_dirty_written(io->bt, io, error);
+}
+
 /*
  * Writeback: write @bio to the cache only; it is indexed dirty when done.
- * What does not fit in the open bucket comes back as a bio of its own.
- * False if there is no room: it goes to the origin then.
+ * What does not fit in the open bucket (with data checksums, in one key)
+ * comes back as a bio of its own. With data checksums the cache gets a
+ * copy, and the bio waits unsent for its index entry. -ENOSPC if there is
+ * no room or no memory for the copy: it goes to the origin then. Else a
+ * DM_MAPIO_* code.
  */
-static bool bch_write_dirty(struct bch_target *bt, struct bio *bio,
-			    struct bch_io *io)
+static int bch_write_dirty(struct bch_target *bt, struct bio *bio,
+			   struct bch_io *io)
 {
 	struct bch_cache_set *set = bt->set;
 	u32 sectors = bio_sectors(bio), got;
+	struct bio *wbio = NULL;
 
+	if (bch_csums(set))
+		sectors = min_t(u32, sectors, BCH_CSUM_MAX_SECTORS);
 	if (bch_alloc_data(set, sectors, &io->ptr, &io->gen, &got)) {
 		/* Full of dirty data: the origin's pace until writeback frees some. */
 		bch_writeback_kick(bt);
-		return false;
+		return -ENOSPC;
 	}
-	if (got < sectors)
+	if (got < bio_sectors(bio))
 		dm_accept_partial_bio(bio, got);
+	if (bch_csums(set)) {
+		io->copy = bch_copy_bio(bt, bio);
+		if (io->copy)
+			wbio = bch_pages_bio(set, io->copy, 0, got, io->ptr,
+					     GFP_NOWAIT | __GFP_NOWARN);
+		if (!wbio) {
+			if (io->copy)
+				bch_pages_free(io->copy);
+			io->copy = NULL;
+			bch_alloc_abort(set, io->ptr);
+			return -ENOSPC;
+		}
+		io->csum = bch_csum_pages(io->copy->pages, 0,
+					  got << SECTOR_SHIFT);
+		io->csummed = 1;
+	}
 	io->iter = bio->bi_iter;
 	bch_track_write_start(bch_track_of(bt), io->iter.bi_sector, got,
 			      &io->snap);
@@ -1012,10 +1148,16 @@ static bool bch_write_dirty(struct bch_target *bt, struct bio *bio,
 	/* Durability comes from the journal entry, written with FUA. */
 	io->fua = !!(bio->bi_opf & REQ_FUA);
 	bio->bi_opf &= ~REQ_FUA;
+	atomic64_inc(&bt->stats.write_misses);
+	if (wbio) {
+		wbio->bi_end_io = bch_dirty_copy_endio;
+		wbio->bi_private = bio;
+		submit_bio_noacct(wbio);
+		return DM_MAPIO_SUBMITTED;
+	}
 	bio_set_dev(bio, set->bdev);
 	bio->bi_iter.bi_sector = io->ptr;
-	atomic64_inc(&bt->stats.write_misses);
-	return true;
+	return DM_MAPIO_REMAPPED;
 }
 
 /* Writes, discards and write-zeroes. */
@@ -1038,8 +1180,12 @@ static int bch_map_write(struct bch_target *bt, struct bio *bio,
 		cache = false;
 	}
 	/* Counted in by track.c there, once the bio has its final size. */
-	if (cache && mode == BCH_MODE_WRITEBACK && bch_write_dirty(bt, bio, io))
-		return DM_MAPIO_REMAPPED;
+	if (cache && mode == BCH_MODE_WRITEBACK) {
+		int r = bch_write_dirty(bt, bio, io);
+
+		if (r != -ENOSPC)
+			return r;
+	}
 
 	io->iter = bio->bi_iter;
 	io->kind = BCH_IO_WRITE;
@@ -1218,8 +1364,17 @@ static void bch_write_done(struct bch_target *bt, struct bch_io *io,
 		atomic64_inc(&bt->stats.cache_errors);
 		bch_cache_io_error(set, true);
 	}
-	if (!error && !io->cache_error)
+	if (io->copy && !error && !io->cache_error) {
+		/* The copy the cache was written from: indexed from there. */
+		f = io->copy;
+		atomic_inc(&bt->fills);
+		INIT_WORK(&f->work, bch_fill_work);
+	} else if (io->copy) {
+		bch_pages_free(io->copy);
+	} else if (!error && !io->cache_error) {
 		f = bch_fill_alloc(bt, 0, GFP_ATOMIC | __GFP_NOWARN);
+	}
+	io->copy = NULL;
 	if (!f) {
 		/* The space is lost until its bucket is reclaimed. */
 		bch_alloc_abort(set, io->ptr);
@@ -1314,6 +1469,9 @@ static void bch_dirty_index_work(struct work_struct *work)
 	bool fua = io->fua;
 	int r;
 
+	if (io->csummed)
+		bch_key_set_csum(&d.op.k, io->csum);
+
 	bch_index_read_ahead(set, io->inode, bch_key_start(&d.op.k), d.op.k.end,
 			     false);
 	r = bch_index_update(set, &d.op);
@@ -1340,6 +1498,22 @@ static void bch_dirty_error_work(struct work_struct *work)
 
 	bch_dirty_to_origin(io->bt, dm_bio_from_per_bio_data(io, sizeof(*io)),
 			    io);
+}
+
+/* A dirty write's data is on the cache (or failed): index it, from a worker. */
+static void bch_dirty_written(struct bch_target *bt, struct bch_io *io,
+			      blk_status_t error)
+{
+	if (error) {
+		/* Not on the cache: the origin takes it. */
+		atomic64_inc(&bt->stats.cache_errors);
+		bch_cache_io_error(bt->set, true);
+		bch_alloc_abort(bt->set, io->ptr);
+		INIT_WORK(&io->work, bch_dirty_error_work);
+	} else {
+		INIT_WORK(&io->work, bch_dirty_index_work);
+	}
+	queue_work(bt->set->wq, &io->work);
 }
 
 int bch_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
@@ -1376,16 +1550,7 @@ int bch_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
 		bch_write_done(bt, io, *error);
 		break;
 	case BCH_IO_WRITE_DIRTY:
-		if (*error) {
-			/* Not on the cache: the origin takes it. */
-			atomic64_inc(&bt->stats.cache_errors);
-			bch_cache_io_error(bt->set, true);
-			bch_alloc_abort(bt->set, io->ptr);
-			INIT_WORK(&io->work, bch_dirty_error_work);
-		} else {
-			INIT_WORK(&io->work, bch_dirty_index_work);
-		}
-		queue_work(bt->set->wq, &io->work);
+		bch_dirty_written(bt, io, *error);
 		return DM_ENDIO_INCOMPLETE;
 	case BCH_IO_ACK:
 		bch_track_write_end(bch_track_of(bt), io->iter.bi_sector,

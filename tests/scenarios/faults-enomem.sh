@@ -1,6 +1,7 @@
 # Memory running out under writeback (issue #12, finding 5): index
-# inserts and checkpoints fail with -ENOMEM (fault.c's test hooks, every
-# Nth one), under 4 KiB dirty writes and 2 MiB writes bound for the
+# inserts and checkpoints fail with -ENOMEM, and copies of dirty writes'
+# data (format version 3) find no pages (fault.c's test hooks, every Nth
+# one; such a write goes to the origin), under 4 KiB dirty writes and 2 MiB writes bound for the
 # origin over them, with checkpoints asked for meanwhile. No acknowledged
 # write may be lost: all the data verifies through the cache, again after
 # a crash, and on the origin after a flush. Before the fix an insert that
@@ -51,6 +52,7 @@ case $BOOT in
 	check "fault hooks" test -w $P/fail_insert_every
 	echo 7 >$P/fail_insert_every
 	echo 2 >$P/fail_checkpoint_every
+	echo 5 >$P/fail_copy_every
 	(for i in 1 2 3 4 5 6; do sleep 2; dmsetup message c 0 gc; done) &
 	check "writes under failing inserts and checkpoints" load write
 	wait
@@ -61,6 +63,7 @@ case $BOOT in
 	check "all of it reads back" load verify
 	echo 0 >$P/fail_insert_every
 	echo 0 >$P/fail_checkpoint_every
+	echo 0 >$P/fail_copy_every
 	check "dirty data left for the crash" test "$(dmb_stat c dirty)" -gt 0
 	crash_now
 	;;
