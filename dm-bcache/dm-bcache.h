@@ -230,6 +230,7 @@ struct bch_stats {
 	atomic64_t	cache_errors;
 	atomic64_t	rewritten;	/* sectors of pieces made one extent */
 	atomic64_t	deferred;	/* bios mapped again to read the index */
+	atomic64_t	csum_errors;	/* cached data that failed its checksum */
 };
 
 /* What is cached, and where writes go. */
@@ -260,6 +261,7 @@ struct bch_writeback {
 	bool			stopped;	/* the table is not live */
 	struct work_struct	resubmit_work;	/* sends them on */
 	void			*buf;		/* one batch of data */
+	void			*bounce;	/* a checksummed range */
 	u64			cursor;		/* origin sector to go on from */
 	/*
 	 * Batches in a row that found nothing dirty: where the first
@@ -287,6 +289,7 @@ struct bch_target {
 	bool			persistent;	/* origin_uuid given */
 	enum bch_cache_mode	mode;		/* READ_ONCE: messages change it */
 	bool			rewrite;	/* rewrite_fragmented tunable */
+	bool			verify;		/* verify_csums tunable */
 	struct bch_seq		seq;
 	struct bio_set		bs;		/* clones: cached writes, read pieces */
 	atomic_t		fills;		/* in flight */
@@ -383,6 +386,8 @@ int bch_index_update(struct bch_cache_set *set, struct bch_index_op *op);
 void bch_index_downgrade(struct bch_cache_set *set);
 void bch_index_read_gated(struct bch_cache_set *set);
 void bch_index_unlock_gated(struct bch_cache_set *set);
+void bch_index_drop_bad(struct bch_cache_set *set, u32 inode, u64 sector,
+			u32 sectors, u64 ptr, u8 gen);
 int bch_index_lookup(struct bch_cache_set *set, u32 inode, u64 start, u64 end,
 		     struct bch_bkey *out);
 void bch_index_trim(struct bch_cache_set *set);

@@ -508,6 +508,42 @@ int bch_index_lookup(struct bch_cache_set *set, u32 inode, u64 start, u64 end,
 	return bch_btree_lookup_load(&set->btree, inode, start, end, out);
 }
 
+/*
+ * The checksummed range at @ptr, @gen (origin [@sector, +@sectors)) holds
+ * bad data: punch its clean keys that are still in the index (not
+ * overwritten, the bucket not reused) out of it, so that the range is
+ * read from the origin. A failure leaves them: the next read finds the
+ * error again.
+ */
+void bch_index_drop_bad(struct bch_cache_set *set, u32 inode, u64 sector,
+			u32 sectors, u64 ptr, u8 gen)
+{
+	u64 pos = sector, end = sector + sectors;
+	struct bch_bkey k, hole;
+	int r;
+
+	bch_index_lock(set);
+	for (; pos < end; pos += k.size) {
+		r = bch_index_lookup(set, inode, pos, end, &k);
+		if (r < 0 || WARN_ON_ONCE(!k.size))
+			break;
+		if (!r || bch_key_gen(&k) != gen || (k.flags & BCH_KEY_DIRTY) ||
+		    !(k.flags & BCH_KEY_CSUM) ||
+		    bch_key_sector(&k) - k.csum_front != ptr)
+			continue;
+		hole = (struct bch_bkey) {
+			.inode	= inode,
+			.size	= k.size,
+			.end	= pos + k.size,
+			.flags	= BCH_KEY_HOLE,
+		};
+		if (bch_index_insert(set, &hole))
+			break;
+		bch_journal_add(set, &hole, NULL);
+	}
+	up_write(&set->btree_lock);
+}
+
 /* Between two steps of a checkpoint: let the IO waiting for the index in. */
 void bch_index_yield(struct bch_cache_set *set)
 {

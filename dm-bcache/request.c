@@ -90,14 +90,37 @@ struct bch_fill {
 #define BCH_FILL_MAX_SECTORS	BIT(11)		/* 1 MiB */
 #define BCH_FILLS_MAX		64		/* in flight per origin */
 
-/* One key's piece of a read served by clones (the bioset's front pad). */
+/*
+ * One key's piece of a read served by clones (the bioset's front pad),
+ * or by a bounce (struct bch_bounce): the key's whole checksummed range
+ * read into pages of the module's own, verified, and the piece's part of
+ * it copied into the bio.
+ */
 struct bch_piece {
 	u64		ptr;		/* BCH_PIECE_ORIGIN: read from the origin */
+	u64		sector;		/* origin, for the log */
+	u32		off;		/* sectors into the bio's io->iter */
+	u32		sectors;
+	u32		csum;		/* if verify */
+	u16		front;		/* bounce: the range's sectors before ours */
+	u16		range;		/* sectors of the checksummed range */
 	u8		gen;
+	u8		verify;		/* check the data against csum */
+	u8		bounced;	/* a struct bch_bounce */
+	u8		dirty;
+	struct bvec_iter iter;	/* clone: its data, as sent */
+	struct work_struct work; /* a mismatch: confirmed or dropped */
 	struct bio	bio;		/* last */
 };
 
 #define BCH_PIECE_ORIGIN	U64_MAX
+#define BCH_CSUM_PAGES		DIV_ROUND_UP(BCH_CSUM_MAX_SECTORS << SECTOR_SHIFT, PAGE_SIZE)
+
+struct bch_bounce {
+	struct page	*pages[BCH_CSUM_PAGES];
+	struct bch_piece p;
+	struct bio_vec	bvecs[BCH_CSUM_PAGES];	/* p.bio's: right after it */
+};
 
 /* map() codes of a deferred bio: mapped again later, or failed. */
 #define BCH_MAPIO_DEFER		(-1)
@@ -485,6 +508,108 @@ static void bch_pieces_done(struct bch_target *bt, struct bio *bio,
 	}
 }
 
+static void bch_piece_free(struct bch_piece *p)
+{
+	struct bch_bounce *b;
+	unsigned int i;
+
+	if (!p->bounced) {
+		bio_put(&p->bio);
+		return;
+	}
+	b = container_of(p, struct bch_bounce, p);
+	bio_uninit(&p->bio);
+	for (i = 0; i < BCH_CSUM_PAGES && b->pages[i]; i++)
+		__free_page(b->pages[i]);
+	kfree(b);
+}
+
+/* A piece is done with: the read completes with the last. */
+static void bch_piece_put(struct bch_piece *p)
+{
+	struct bio *bio = p->bio.bi_private;
+	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
+
+	bch_piece_free(p);
+	/* Orders every piece's flags before the last one reads them. */
+	if (atomic_dec_and_test(&io->pieces))
+		bch_pieces_done(io->bt, bio, io);
+}
+
+/* The piece's data is what its key's checksum says. */
+static bool bch_piece_good(struct bch_piece *p)
+{
+	if (p->bounced)
+		return bch_csum_pages(container_of(p, struct bch_bounce, p)->pages,
+				      0, p->range << SECTOR_SHIFT) == p->csum;
+	return bch_csum_bio(&p->bio, p->iter, p->range << SECTOR_SHIFT) ==
+	       p->csum;
+}
+
+/*
+ * The checksummed range of cached data at @ptr (origin @sector, @sectors
+ * long) failed its checksum: count it, log it, and drop its clean keys
+ * still in the index, so that it is read from the origin from now on.
+ * Dirty data is kept: the origin is older, and a read of it fails
+ * instead. Process context.
+ */
+static void bch_csum_bad(struct bch_target *bt, u64 sector, u32 sectors,
+			 u64 ptr, u8 gen, bool dirty)
+{
+	bch_csum_error(bt, sector, sectors, ptr);
+	if (!dirty)
+		bch_index_drop_bad(bt->set, bch_slot_inode(bt->set, bt->slot),
+				   sector, sectors, ptr, gen);
+}
+
+/*
+ * A piece whose data failed its checksum. A clone's pages are the
+ * reader's, which it may change under the read: the range is read again
+ * into memory of the module's own first, and only a mismatch there is
+ * bad data; good data is copied into the piece then.
+ */
+static void bch_piece_bad_work(struct work_struct *work)
+{
+	struct bch_piece *p = container_of(work, struct bch_piece, work);
+	struct bio *bio = p->bio.bi_private;
+	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
+	struct bch_target *bt = io->bt;
+	struct bch_cache_set *set = bt->set;
+	u32 bytes = p->range << SECTOR_SHIFT;
+	bool bad = true;
+	void *buf;
+	int r;
+
+	if (!p->bounced) {
+		buf = kvmalloc(bytes, GFP_NOIO);
+		r = buf ? bch_meta_io(set, REQ_OP_READ, p->ptr, buf, bytes) :
+			  -ENOMEM;
+		if (!r && bch_ptr_stale(set, p->ptr, p->gen)) {
+			WRITE_ONCE(io->stale, 1);
+			bad = false;
+		} else if (!r && bch_crc32c(buf, bytes) == p->csum) {
+			bch_buf_to_bio(&p->bio, p->iter, buf, bytes);
+			bad = false;
+		} else if (r) {
+			/* Unknown: as a failed read of the piece. */
+			WRITE_ONCE(io->cache_error, 1);
+			bad = false;
+		}
+		kvfree(buf);
+	}
+	if (bad) {
+		/* p->ptr: the range's start, also for a clone (no front). */
+		bch_csum_bad(bt, p->sector - p->front, p->range, p->ptr,
+			     p->gen, p->dirty);
+		/* Dirty: an error, never the origin's older data. */
+		if (p->dirty)
+			WRITE_ONCE(io->cache_error, 1);
+		else
+			WRITE_ONCE(io->stale, 1);
+	}
+	bch_piece_put(p);
+}
+
 static void bch_piece_endio(struct bio *clone)
 {
 	struct bch_piece *p = container_of(clone, struct bch_piece, bio);
@@ -502,35 +627,94 @@ static void bch_piece_endio(struct bio *clone)
 		WRITE_ONCE(io->cache_error, 1);
 	} else if (bch_ptr_stale(bt->set, p->ptr, p->gen)) {
 		WRITE_ONCE(io->stale, 1);
+	} else if (p->verify && !bch_piece_good(p)) {
+		INIT_WORK(&p->work, bch_piece_bad_work);
+		queue_work(bt->set->wq, &p->work);
+		return;
+	} else if (p->bounced) {
+		bch_pages_to_bio(bio, io->iter, p->off << SECTOR_SHIFT,
+				 container_of(p, struct bch_bounce, p)->pages,
+				 p->front << SECTOR_SHIFT,
+				 p->sectors << SECTOR_SHIFT);
 	}
-	bio_put(clone);
-	/* Orders every piece's flags before the last one reads them. */
-	if (atomic_dec_and_test(&io->pieces))
-		bch_pieces_done(bt, bio, io);
+	bch_piece_put(p);
 }
 
 /*
- * A clone of @bio reading the @k->size sectors at @off sectors into it
- * from the cache. GFP_NOWAIT: the caller holds the btree lock, and
- * several clones from one bioset must not wait on each other's return.
+ * A bounce reading the whole checksummed range of @k (the key at @off
+ * sectors into @bio, of which the piece takes @k->size sectors) from the
+ * cache: its data is verified in pages of the module's own, then copied.
+ */
+static struct bio *bch_bounce_alloc(struct bch_target *bt, struct bio *bio,
+				    u32 off, const struct bch_bkey *k, gfp_t gfp)
+{
+	u32 bytes = k->csum_sectors << SECTOR_SHIFT, i;
+	struct bch_bounce *b;
+	struct bch_piece *p;
+
+	b = kzalloc(sizeof(*b), gfp);
+	if (!b)
+		return NULL;
+	p = &b->p;
+	p->bounced = 1;
+	bio_init(&p->bio, bt->set->bdev, b->bvecs, BCH_CSUM_PAGES, REQ_OP_READ);
+	for (i = 0; i * PAGE_SIZE < bytes; i++) {
+		b->pages[i] = alloc_page(gfp);
+		if (!b->pages[i]) {
+			bch_piece_free(p);
+			return NULL;
+		}
+		__bio_add_page(&p->bio, b->pages[i],
+			       min_t(u32, PAGE_SIZE, bytes - i * PAGE_SIZE), 0);
+	}
+	p->bio.bi_iter.bi_sector = bch_key_sector(k) - k->csum_front;
+	p->front = k->csum_front;
+	return &p->bio;
+}
+
+/*
+ * A piece of @bio reading the @k->size sectors at @off sectors into it
+ * from the cache: a clone, or a bounce if the key is a part of its
+ * checksummed range and reads are verified. GFP_NOWAIT from map(): the
+ * caller holds the btree lock, and several clones from one bioset must
+ * not wait on each other's return.
  */
 static struct bio *bch_piece_alloc(struct bch_target *bt, struct bio *bio,
-				   u32 off, const struct bch_bkey *k)
+				   u32 off, const struct bch_bkey *k, gfp_t gfp)
 {
+	bool verify = (k->flags & BCH_KEY_CSUM) && bch_verify(bt);
 	struct bio *clone;
 	struct bch_piece *p;
 
-	clone = bio_alloc_clone(bt->set->bdev, bio, GFP_NOWAIT | __GFP_NOWARN,
-				&bt->bs);
+	if (verify && (k->csum_front || k->size != k->csum_sectors)) {
+		clone = bch_bounce_alloc(bt, bio, off, k, gfp);
+	} else {
+		clone = bio_alloc_clone(bt->set->bdev, bio, gfp, &bt->bs);
+		if (clone) {
+			bio_trim(clone, off, k->size);
+			clone->bi_iter.bi_sector = bch_key_sector(k);
+			/* The bioset's front pad is not zeroed. */
+			container_of(clone, struct bch_piece, bio)->bounced = 0;
+		}
+	}
 	if (!clone)
 		return NULL;
-	bio_trim(clone, off, k->size);
-	clone->bi_iter.bi_sector = bch_key_sector(k);
 	clone->bi_end_io = bch_piece_endio;
 	clone->bi_private = bio;
 	p = container_of(clone, struct bch_piece, bio);
 	p->ptr = bch_key_sector(k);
 	p->gen = bch_key_gen(k);
+	p->sector = bch_key_start(k);
+	p->off = off;
+	p->sectors = k->size;
+	p->verify = verify;
+	p->csum = k->csum;
+	p->range = k->csum_sectors;
+	p->dirty = !!(k->flags & BCH_KEY_DIRTY);
+	p->front = p->bounced ? k->csum_front : 0;
+	p->iter = clone->bi_iter;
+	if (p->bounced)
+		p->ptr -= k->csum_front;	/* where the range is read from */
 	return clone;
 }
 
@@ -551,6 +735,8 @@ static struct bio *bch_piece_alloc_origin(struct bch_target *bt, struct bio *bio
 	clone->bi_private = bio;
 	p = container_of(clone, struct bch_piece, bio);
 	p->ptr = BCH_PIECE_ORIGIN;
+	p->bounced = 0;
+	p->verify = 0;
 	return clone;
 }
 
@@ -582,7 +768,8 @@ static int bch_read_mixed(struct bch_target *bt, struct bio *bio,
 			break;
 		if (r && (k.flags & BCH_KEY_DIRTY)) {
 			dirty = true;
-			clone = bch_piece_alloc(bt, bio, pos - start, &k);
+			clone = bch_piece_alloc(bt, bio, pos - start, &k,
+						GFP_NOWAIT | __GFP_NOWARN);
 		} else {
 			clone = bch_piece_alloc_origin(bt, bio, pos - start, k.size);
 		}
@@ -633,7 +820,8 @@ static u32 bch_gather_hits(struct bch_target *bt, struct bio *bio, u32 inode,
 	struct bio *clone;
 
 	do {
-		clone = bch_piece_alloc(bt, bio, sector - start, &next);
+		clone = bch_piece_alloc(bt, bio, sector - start, &next,
+					GFP_NOWAIT | __GFP_NOWARN);
 		if (!clone)
 			break;
 		bio_list_add(clones, clone);
@@ -693,6 +881,36 @@ static int bch_read_pieces(struct bch_target *bt, struct bio *bio,
 		bch_bucket_hit(set, clone->bi_iter.bi_sector, bio_sectors(clone));
 		submit_bio_noacct(clone);
 	}
+	return DM_MAPIO_SUBMITTED;
+}
+
+/*
+ * A hit on a part of its key's checksummed range: a bounce reads all of
+ * it, verified, as the read's one piece. Without memory clean data is
+ * read from the origin, and dirty data waits (a worker may sleep).
+ */
+static int bch_read_bounce(struct bch_target *bt, struct bio *bio,
+			   struct bch_io *io, const struct bch_bkey *k)
+{
+	bool dirty = k->flags & BCH_KEY_DIRTY;
+	struct bio *clone;
+
+	clone = bch_piece_alloc(bt, bio, 0, k, io->deferred ? GFP_NOIO :
+				GFP_NOWAIT | __GFP_NOWARN);
+	if (!clone && dirty)
+		return BCH_MAPIO_DEFER;
+	if (!clone) {
+		atomic64_inc(&bt->stats.bypassed);
+		bch_remap_origin(bt, bio);
+		return DM_MAPIO_REMAPPED;
+	}
+	io->kind = BCH_IO_PIECES;
+	io->dirty = dirty;
+	io->rewrite = 0;
+	atomic_set(&io->pieces, 1);
+	atomic64_inc(&bt->stats.read_hits);
+	bch_bucket_hit(bt->set, bch_key_sector(k), k->size);
+	submit_bio_noacct(clone);
 	return DM_MAPIO_SUBMITTED;
 }
 
@@ -815,6 +1033,15 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	 * Dirty data is read from a failed device too: it is the only copy,
 	 * and if it cannot be read the read fails, never with older data.
 	 */
+	if (hit && (k.flags & BCH_KEY_CSUM) && bch_verify(bt)) {
+		/* The bio's part of the key: the rest is another bio's. */
+		k.size = sectors;
+		k.end = sector + sectors;
+		if (k.csum_front || k.size != k.csum_sectors)
+			return bch_read_bounce(bt, bio, io, &k);
+		io->csummed = 1;
+		io->csum = k.csum;
+	}
 	if (hit) {
 		io->kind = BCH_IO_HIT;
 		io->dirty = !!(k.flags & BCH_KEY_DIRTY);
@@ -1500,6 +1727,50 @@ static void bch_dirty_error_work(struct work_struct *work)
 			    io);
 }
 
+/*
+ * A hit whose data failed its checksum, in the reader's pages: read again
+ * into memory of the module's own (the reader may have changed its pages
+ * under the read). Good data is copied into the bio; bad data is an
+ * error: clean, dropped and read from the origin; dirty, the read fails.
+ */
+static void bch_hit_bad_work(struct work_struct *work)
+{
+	struct bch_io *io = container_of(work, struct bch_io, work);
+	struct bio *bio = dm_bio_from_per_bio_data(io, sizeof(*io));
+	struct bch_target *bt = io->bt;
+	struct bch_cache_set *set = bt->set;
+	u32 bytes = io->iter.bi_size;
+	void *buf = kvmalloc(bytes, GFP_NOIO);
+	bool good;
+	int r;
+
+	r = buf ? bch_meta_io(set, REQ_OP_READ, io->ptr, buf, bytes) : -ENOMEM;
+	if (!r && bch_ptr_stale(set, io->ptr, io->gen))
+		r = -ESTALE;
+	good = !r && bch_crc32c(buf, bytes) == io->csum;
+	if (good)
+		bch_buf_to_bio(bio, io->iter, buf, bytes);
+	kvfree(buf);
+	if (!r && !good)
+		bch_csum_bad(bt, io->iter.bi_sector, bytes >> SECTOR_SHIFT,
+			     io->ptr, io->gen, io->dirty);
+	if (good) {
+		io->kind = BCH_IO_ORIGIN;
+		bio_endio(bio);
+	} else if (io->dirty && (r == -ESTALE || r == -ENOMEM)) {
+		/* Overwritten meanwhile, or no memory: look again. */
+		bch_read_again(bt, bio, io);
+	} else if (io->dirty) {
+		/* Bad or unreadable: an error, never the origin's older data. */
+		io->kind = BCH_IO_ORIGIN;
+		bio->bi_status = BLK_STS_IOERR;
+		bio_endio(bio);
+	} else {
+		atomic64_inc(&bt->stats.retries);
+		bch_retry_from_origin(bt, bio, io);
+	}
+}
+
 /* A dirty write's data is on the cache (or failed): index it, from a worker. */
 static void bch_dirty_written(struct bch_target *bt, struct bch_io *io,
 			      blk_status_t error)
@@ -1536,6 +1807,12 @@ int bch_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
 		if (*error || bch_ptr_stale(bt->set, io->ptr, io->gen)) {
 			atomic64_inc(&bt->stats.retries);
 			bch_retry_from_origin(bt, bio, io);
+			return DM_ENDIO_INCOMPLETE;
+		}
+		if (io->csummed &&
+		    bch_csum_bio(bio, io->iter, io->iter.bi_size) != io->csum) {
+			INIT_WORK(&io->work, bch_hit_bad_work);
+			queue_work(bt->set->wq, &io->work);
 			return DM_ENDIO_INCOMPLETE;
 		}
 		break;

@@ -168,6 +168,7 @@ static int bch_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	ti->private = bt;
 	bch_seq_init(&bt->seq, BCH_SEQ_CUTOFF_DEFAULT);
 	bt->rewrite = true;
+	bt->verify = true;
 	bch_writeback_init(bt);
 	bch_defer_init(bt);
 	r = bioset_init(&bt->bs, BIO_POOL_SIZE, bch_clone_front_pad(), 0);
@@ -321,7 +322,9 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 		DMEMIT(" %llu %llu %lld", READ_ONCE(set->btree.compactions),
 		       READ_ONCE(set->btree.merged_aside),
 		       atomic64_read(&set->inserts_shared));
-		DMEMIT(" 8 sequential_cutoff %llu",
+		DMEMIT(" %lld %u", atomic64_read(&st->csum_errors),
+		       set->version);
+		DMEMIT(" 9 sequential_cutoff %llu",
 		       READ_ONCE(bt->seq.cutoff) << SECTOR_SHIFT);
 		DMEMIT(" cache_priority_initial %u cache_priority_hit %u",
 		       set->prio.initial, set->prio.hit);
@@ -329,7 +332,8 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 		       set->prio.seek, set->prio.rescale);
 		DMEMIT(" writeback_percent %u writeback_running %u",
 		       READ_ONCE(bt->wb.percent), READ_ONCE(bt->wb.running));
-		DMEMIT(" rewrite_fragmented %u", READ_ONCE(bt->rewrite));
+		DMEMIT(" rewrite_fragmented %u verify_csums %u",
+		       READ_ONCE(bt->rewrite), READ_ONCE(bt->verify));
 		break;
 	case STATUSTYPE_TABLE:
 		mode = READ_ONCE(bt->mode);
@@ -374,6 +378,8 @@ static int bch_set_tunable(struct bch_target *bt, const char *key,
 		WRITE_ONCE(bt->wb.running, v);
 	else if (!strcasecmp(key, "rewrite_fragmented") && v <= 1)
 		WRITE_ONCE(bt->rewrite, v);
+	else if (!strcasecmp(key, "verify_csums") && v <= 1)
+		WRITE_ONCE(bt->verify, v);
 	else
 		return -EINVAL;
 	if (bch_slot_dirty(bt))

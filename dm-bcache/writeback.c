@@ -40,6 +40,9 @@ struct bch_wb_extent {
 	u32	size;
 	u64	ptr;
 	u8	gen;
+	u32	csum;		/* of the key's range, if csum_sectors */
+	u16	csum_front;
+	u16	csum_sectors;
 };
 
 u64 bch_slot_dirty(struct bch_target *bt)
@@ -254,6 +257,10 @@ static u64 bch_wb_collect_range(struct bch_target *bt, u32 inode,
 				e->size = k.size;
 				e->ptr = bch_key_sector(&k);
 				e->gen = bch_key_gen(&k);
+				e->csum = k.csum;
+				e->csum_front = k.csum_front;
+				e->csum_sectors = k.flags & BCH_KEY_CSUM ?
+						  k.csum_sectors : 0;
 				wb->ranges[b->nr].start = pos;
 				wb->ranges[b->nr].end = pos + k.size;
 				b->nr++;
@@ -417,6 +424,40 @@ static void bch_wb_mark_clean(struct bch_target *bt, struct bch_wb_extent *ext,
 }
 
 /*
+ * Read extent @e into @buf (@len bytes), verified against its key's
+ * checksum: directly if the extent is the whole checksummed range, else
+ * that range through the bounce buffer. -EBADMSG if the data is bad; the
+ * caller checks first that the bucket was not reused under the read.
+ */
+static int bch_wb_read(struct bch_target *bt, struct bch_wb_extent *e,
+		       u8 *buf, size_t len, bool *stale)
+{
+	struct bch_cache_set *set = bt->set;
+	size_t range = (size_t)e->csum_sectors << SECTOR_SHIFT;
+	bool whole = !e->csum_front && e->csum_sectors == e->size;
+	u8 *data = whole ? buf : bt->wb.bounce;
+	int r;
+
+	if (!e->csum_sectors || !bch_verify(bt)) {
+		r = bch_meta_io(set, REQ_OP_READ, e->ptr, buf, len);
+		*stale = !r && bch_ptr_stale(set, e->ptr, e->gen);
+		return r;
+	}
+	r = bch_meta_io(set, REQ_OP_READ, e->ptr - e->csum_front, data, range);
+	*stale = !r && bch_ptr_stale(set, e->ptr, e->gen);
+	if (r || *stale)
+		return r;
+	if (bch_crc32c(data, range) != e->csum) {
+		bch_csum_error(bt, e->start - e->csum_front, e->csum_sectors,
+			       e->ptr - e->csum_front);
+		return -EBADMSG;
+	}
+	if (!whole)
+		memcpy(buf, data + ((size_t)e->csum_front << SECTOR_SHIFT), len);
+	return 0;
+}
+
+/*
  * Copy a batch to the origin. An extent that cannot be read or written
  * gets size 0, and the others go on: one bad range must not hold back the
  * rest. Returns 0, or the first error.
@@ -434,12 +475,14 @@ static int bch_wb_copy(struct bch_target *bt, struct bch_wb_extent *ext,
 
 	for (i = 0; i < nr; i++) {
 		size_t len = (size_t)ext[i].size << SECTOR_SHIFT;
+		bool stale;
 
-		r = bch_meta_io(set, REQ_OP_READ, ext[i].ptr, buf + off, len);
-		if (r)
+		r = bch_wb_read(bt, &ext[i], buf + off, len, &stale);
+		/* Bad data is not the device failing: it is not counted. */
+		if (r && r != -EBADMSG)
 			bch_cache_io_error(set, false);
 		/* A read that raced with the bucket's reuse: not ours. */
-		else if (bch_ptr_stale(set, ext[i].ptr, ext[i].gen))
+		else if (stale)
 			goto skip;
 		if (!r && ext[i].start < BCH_FINGERPRINT_SECTORS && !fp) {
 			r = bch_slot_fp_begin_sync(set, bt->slot);
@@ -509,7 +552,10 @@ static void bch_wb_work(struct work_struct *work)
 	if (!wb->buf)
 		wb->buf = __vmalloc(BCH_WB_BATCH_SECTORS << SECTOR_SHIFT,
 				    GFP_NOIO);
-	if (!b || !wb->buf) {
+	if (!wb->bounce)
+		wb->bounce = __vmalloc(BCH_CSUM_MAX_SECTORS << SECTOR_SHIFT,
+				       GFP_NOIO);
+	if (!b || !wb->buf || !wb->bounce) {
 		kfree(b);
 		delay = HZ / 10;
 		goto again;
@@ -598,4 +644,6 @@ void bch_writeback_exit(struct bch_target *bt)
 	flush_work(&bt->wb.resubmit_work);
 	vfree(bt->wb.buf);
 	bt->wb.buf = NULL;
+	vfree(bt->wb.bounce);
+	bt->wb.bounce = NULL;
 }

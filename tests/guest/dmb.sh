@@ -47,7 +47,7 @@ btree_depth btree_nodes gc_runs hit_ratio filled_sectors retries
 cache_errors invalidations journal_seq journal_used checkpoints
 written_back rewritten deferred nodes_read nodes_evicted
 nodes_read_nolock node_compactions
-compacted_nolock inserts_shared"
+compacted_nolock inserts_shared csum_errors format"
 
 dmb_stat() {
 	local i=4 f

@@ -25,10 +25,11 @@ status)
 	if grep -q ' bcache ' "$S/dev.$2"; then
 		echo "0 262144 bcache 2 8 1024 35/127 8870 2335 1024 0 1846 0 writethrough 0" \
 			"2b9be873-3089-4682-8949-dd66c3372222 ok 1 1 0 79 34528 0 0 0" \
-			"42 96/4096 3 0 0 5 17 12 4 9 6 731 8" \
+			"42 96/4096 3 0 0 5 17 12 4 9 6 731 2 3 9" \
 			"sequential_cutoff 4194304 cache_priority_initial 8192 cache_priority_hit 32" \
 			"cache_priority_seek 512 cache_priority_rescale 1048576" \
-			"writeback_percent 10 writeback_running 1 rewrite_fragmented 1"
+			"writeback_percent 10 writeback_running 1 rewrite_fragmented 1" \
+			"verify_csums 1"
 	else
 		echo "0 262144 linear"
 	fi ;;
@@ -173,7 +174,7 @@ else
 	eq "list: the bcache devices only" "c n p" "$(tr '\n' ' ' <"$dir/out" | sed 's/ $//')"
 
 	run 0 "status" "$CTL" status c
-	eq "status: 34 fields, the tunables count and 8 tunables" 43 "$(wc -l <"$dir/out")"
+	eq "status: 36 fields, the tunables count and 9 tunables" 46 "$(wc -l <"$dir/out")"
 	has "status: version first" "^version 2$"
 	has "status: buckets" "^buckets 35/127$"
 	has "status: read_hits" "^read_hits 8870$"
@@ -185,8 +186,11 @@ else
 	has "status: nodes_evicted" "^nodes_evicted 12$"
 	has "status: nodes_read_nolock" "^nodes_read_nolock 4$"
 	has "status: compacted_nolock" "^compacted_nolock 6$"
-	has "status: inserts_shared, the last fixed field" "^inserts_shared 731$"
-	has "status: tunables" "^tunables 8$"
+	has "status: inserts_shared" "^inserts_shared 731$"
+	has "status: csum_errors" "^csum_errors 2$"
+	has "status: format, the last fixed field" "^format 3$"
+	has "status: tunables" "^tunables 9$"
+	has "status: the last tunable" "^verify_csums 1$"
 	has "status: a tunable" "^cache_priority_rescale 1048576$"
 	eq "status: field order" "version block_size bucket_size buckets read_hits" \
 		"$(head -n 5 "$dir/out" | cut -d' ' -f1 | tr '\n' ' ' | sed 's/ $//')"

@@ -26,11 +26,11 @@ btree_depth btree_nodes gc_runs hit_ratio filled_sectors retries
 cache_errors invalidations journal_seq journal_used checkpoints
 written_back rewritten deferred nodes_read nodes_evicted
 nodes_read_nolock node_compactions
-compacted_nolock inserts_shared'
+compacted_nolock inserts_shared csum_errors format'
 # The "key value" pairs that follow the count of tunables, in order.
 DOC_TUNABLES='sequential_cutoff cache_priority_initial cache_priority_hit
 cache_priority_seek cache_priority_rescale writeback_percent
-writeback_running rewrite_fragmented'
+writeback_running rewrite_fragmented verify_csums'
 # Messages besides the tunables.
 DOC_MESSAGES='invalidate gc checkpoint flush cache_mode'
 # Optional table arguments.

@@ -1,0 +1,126 @@
+# Cached data changed on the cache device behind the module's back (a bit
+# flipped in a data bucket, written straight to the disk) is caught by its
+# checksum (format version 3, issue #14): a read of clean data returns the
+# origin's bytes, counts csum_errors, logs it, and drops the key; so does
+# a read of a part of a key (its whole range read and verified); a read of
+# dirty data fails with EIO, never with the origin's older bytes, and
+# writeback will not copy it; verify_csums 0 reads without checking. A
+# version 2 cache has no checksums: the scenario says so and stops.
+# disks: cache=64M origin=64M
+# timeout: 600
+. /tests/guest/dmb.sh
+
+cache=$(disk cache)
+origin=$(disk origin)
+A=f11bf11b-0000-4f1b-8f1b-f11bf11bf11b
+KiB=1024
+
+dmb_load
+check "format" make-bcache -q "$cache"
+version=$(bcache-super-show -u "$cache" | awk -F'\t' '$1 == "sb.version" { print $2 }')
+if [ "$version" = 2 ]; then
+	info "format version 2: no data checksums, nothing to test"
+	exit 0
+fi
+bsz=$(bcache-super-show -u "$cache" | awk -F'\t' '$1 == "bucket_size" { print $2 }' | cut -d' ' -f1)
+check "origin data" fio --name=p --filename="$origin" --rw=write --bs=1M --size=64M \
+	--verify=crc32c --do_verify=0 --output=/tmp/p
+check "create" dmb_create c "$cache" "$origin" origin_uuid $A
+check "no bypass" dmsetup message c 0 sequential_cutoff 0
+
+# rd OFF_KIB LEN_KIB [DEV]: O_DIRECT read into /tmp/rd
+rd() {
+	dd if="${3:-/dev/mapper/c}" of=/tmp/rd bs=${2}k skip=$(($1 / $2)) count=1 \
+		iflag=direct 2>/tmp/rd.err
+}
+# same OFF_KIB LEN_KIB: the target reads what the origin holds
+same() {
+	rd "$1" "$2" && cp /tmp/rd /tmp/rd.c && rd "$1" "$2" "$origin" && cmp -s /tmp/rd.c /tmp/rd
+}
+# where OFF_KIB: the byte on the cache device holding that origin byte,
+# from the index as a checkpoint wrote it
+where() {
+	dmsetup message c 0 checkpoint || return 1
+	bcache-dump --btree "$cache" | awk -v s=$(($1 * 2)) -v bsz="$bsz" '
+		$1 == "key" && $3 <= s && s < $4 && $8 == "live" {
+			split($5, l, "+"); printf "%d\n", l[1] * bsz + (l[2] + s - $3) * 512; exit }'
+}
+# flip BYTE: change one byte of the cache device, around the module
+flip() {
+	local blk=$(($1 / 4096))
+	dd if="$cache" of=/tmp/blk bs=4096 skip=$blk count=1 iflag=direct 2>/dev/null &&
+	b=$(od -An -tu1 -j $(($1 % 4096)) -N 1 /tmp/blk | tr -d ' ') &&
+	printf "$(printf '\\%03o' $((b ^ 1)))" |
+		dd of=/tmp/blk bs=1 seek=$(($1 % 4096)) conv=notrunc 2>/dev/null &&
+	dd if=/tmp/blk of="$cache" bs=4096 seek=$blk count=1 oflag=direct conv=notrunc 2>/dev/null
+}
+errs() { dmb_stat c csum_errors; }
+
+check_eq "status: format 3" 3 "$(dmb_stat c format)"
+check_eq "status: verify_csums 1" 1 "$(dmsetup status c | sed -n 's/.* verify_csums \([01]\).*/\1/p')"
+# Clean data: 64 KiB keys (filled by 64 KiB reads) over the first 4 MiB.
+check "fill 4 MiB in 64k reads" fio --name=f --filename=/dev/mapper/c --rw=read --bs=64k \
+	--size=4M --direct=1 --output=/tmp/f
+check "hits" same 0 64
+
+# 1. A whole key read: the bio's own pages verified.
+at=$(where 128)
+check "the key of 128 KiB located" test -n "$at"
+check "flip a byte of it" flip $((at + 100))
+e0=$(errs)
+check "a read of the whole key returns the origin's bytes" same 128 64
+check_eq "counted" $((e0 + 1)) "$(errs)"
+check "logged, with the range" dmesg_has "checksum error: slot 0 sectors 256+128 member 0 bucket"
+check "read again: still the origin's bytes" same 128 64
+check_eq "not again: the key was dropped" $((e0 + 1)) "$(errs)"
+
+# 2. A part of a key: the whole 64 KiB range read and verified.
+at=$(where 512)
+check "flip a byte of the key of 512 KiB" flip $((at + 60 * KiB))
+e0=$(errs)
+check "a 4k read of another part of it returns the origin's bytes" same 516 4
+check_eq "counted" $((e0 + 1)) "$(errs)"
+check "logged, with the whole range" dmesg_has "checksum error: slot 0 sectors 1024+128 member 0 bucket"
+check "another part of it: the origin's bytes" same 560 16
+check_eq "not again: the whole range was dropped" $((e0 + 1)) "$(errs)"
+
+# 3. verify_csums 0: nothing is checked (the flipped byte is read).
+at=$(where 1024)
+check "flip a byte of the key of 1 MiB" flip $((at + 10))
+check "verify_csums 0" dmsetup message c 0 verify_csums 0
+e0=$(errs)
+check_fails "unverified, the changed byte is read" same 1024 64
+check_eq "nothing counted" "$e0" "$(errs)"
+check "verify_csums 1" dmsetup message c 0 verify_csums 1
+check "verified again: the origin's bytes" same 1024 64
+check_eq "counted" $((e0 + 1)) "$(errs)"
+
+# 4. Dirty data has no other copy: a read of it fails, never with the
+# origin's older bytes, and writeback will not copy it to the origin.
+check "writeback" dmsetup message c 0 cache_mode writeback
+check "held" dmsetup message c 0 writeback_running 0
+check "dirty writes at 8 MiB" fio --name=w --filename=/dev/mapper/c --rw=write --bs=64k \
+	--offset=8M --size=1M --direct=1 --buffer_pattern=0xd1 --output=/tmp/w
+check "dirty" test "$(dmb_stat c dirty)" -gt 0
+at=$(where $((8 * KiB + 64)))
+rd $((8 * KiB + 64)) 64 "$origin" && cp /tmp/rd /tmp/rd.origin
+check "flip a byte of a dirty key" flip $((at + 7))
+e0=$(errs)
+check_fails "a read of it fails" rd $((8 * KiB + 64)) 64
+check "with EIO" grep -q "Input/output error" /tmp/rd.err
+check_eq "counted" $((e0 + 1)) "$(errs)"
+check_fails "a 4k read of a part of it fails too" rd $((8 * KiB + 96)) 4
+check "its neighbours read" rd $((8 * KiB)) 64
+check_fails "flush: writeback refuses to copy it" dmsetup message c 0 flush
+check "logged" dmesg_has "writeback of slot 0 failed: -74"
+check "still dirty" test "$(dmb_stat c dirty)" -gt 0
+check "the origin kept its older bytes" sh -c \
+	"dd if='$origin' bs=64k skip=$((8 * 16 + 1)) count=1 iflag=direct 2>/dev/null | cmp -s - /tmp/rd.origin"
+check "overwritten" fio --name=o --filename=/dev/mapper/c --rw=write --bs=64k \
+	--offset=$((8 * 1024 + 64))k --size=64k --direct=1 --buffer_pattern=0xd2 --output=/tmp/o
+new_data() { rd $((8 * KiB + 64)) 64 && od -An -tx1 -N 2 /tmp/rd | grep -q 'd2 d2'; }
+check "reads the new data" new_data
+check "flush now" dmsetup message c 0 flush
+check_eq "nothing dirty" 0 "$(dmb_stat c dirty)"
+check "remove" dmb_remove c
+check "bcache-check --data: the flipped clean keys were dropped" bcache-check --data "$cache"
