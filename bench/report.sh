@@ -71,9 +71,10 @@ $1 == "D" { D[$2, $3] = $4 " " $5; next }
 $1 == "E" { ne++; E[ne] = substr($0, 3); next }
 $1 == "T" { T[$2, $3] = $4; next }
 END {
-	nc = split("raw-cache raw-origin dm-linear dm-bcache bcache dm-cache dm-writecache", C, " ")
+	nc = split("raw-cache raw-origin dm-linear dm-bcache dm-bcache-nocsum dm-bcache-v2 bcache dm-cache dm-writecache", C, " ")
 	label["raw-cache"] = "raw cache device"; label["raw-origin"] = "raw origin"
 	label["dm-linear"] = "dm-linear (over the cache device)"; label["dm-bcache"] = "**dm-bcache**"
+	label["dm-bcache-nocsum"] = "dm-bcache, verify_csums 0"; label["dm-bcache-v2"] = "dm-bcache, format 2 (no checksums)"
 	label["bcache"] = "mainline bcache"; label["dm-cache"] = "dm-cache smq"; label["dm-writecache"] = "dm-writecache"
 	jl["hit"] = "4k random read, QD1, 32 MiB warmed working set (hit path)"; ju["hit"] = "IOPS"
 	jl["hitqd"] = "4k random read, 2 jobs x QD16, warmed (hit path under load)"; ju["hitqd"] = "IOPS"

@@ -22,6 +22,8 @@
 #                 (bench/guest/scale.sh; not in the default cases)
 #   BENCH_CONTENDERS=raw-cache,raw-origin,dm-linear,dm-bcache,bcache,dm-cache,dm-writecache
 #                         contenders to run, in order (a subset for a quick look;
+#                         also dm-bcache-nocsum, verify_csums 0, and dm-bcache-v2,
+#                         format 2: what checking data checksums costs;
 #                         keep raw-cache: every ratio is to it)
 #   BENCH_JOBS=hit,seq1m  only these jobs of each case (default: all)
 #   BENCH_PROFILE=1       also profile the 4k hit path (brd-fast) with perf
@@ -79,7 +81,7 @@ for v in DELAY REPS RT ZRT CACHE_MB SMP TIMEOUT SCALE_LAT_RT SCALE_CACHE_DELAY; 
 	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v=${!v} is not a number"
 done
 [[ $CASES =~ ^[a-z,-]+$ ]] || die "bad BENCH_CASES=$CASES"
-[[ $CONTENDERS =~ ^[a-z,-]+$ ]] || die "bad BENCH_CONTENDERS=$CONTENDERS"
+[[ $CONTENDERS =~ ^[a-z0-9,-]+$ ]] || die "bad BENCH_CONTENDERS=$CONTENDERS"
 [[ $JOBS =~ ^[a-z0-9,-]*$ ]] || die "bad BENCH_JOBS=$JOBS"
 [[ $PROFILE =~ ^[01]$ ]] || die "BENCH_PROFILE must be 0 or 1"
 [[ $SCALE_GB =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "bad BENCH_SCALE_GB=$SCALE_GB"

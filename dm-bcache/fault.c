@@ -5,8 +5,10 @@
  * Memory and buckets run out under load, rarely and never on cue. These
  * module parameters make every Nth index insert of the IO path, or every
  * Nth checkpoint, fail as if they had (-ENOMEM), every Nth copy of a
- * write's data find no pages, and every Nth journal entry find the ring
- * full (the journal overflows), so that the tests
+ * write's data find no pages, every Nth check of data read into a
+ * reader's pages fail (as if the reader had changed them under the read:
+ * the data is read again to be sure), and every Nth journal entry find
+ * the ring full (the journal overflows), so that the tests
  * can show no acknowledged write is lost when they do. 0 (the default)
  * turns a point off.
  *
@@ -36,6 +38,10 @@ MODULE_PARM_DESC(fail_journal_every,
 module_param_named(fail_copy_every, bch_fault_every[BCH_FAULT_COPY], uint, 0644);
 MODULE_PARM_DESC(fail_copy_every,
 		 "test only: every Nth copy of a write's data finds no memory");
+
+module_param_named(fail_csum_every, bch_fault_every[BCH_FAULT_CSUM], uint, 0644);
+MODULE_PARM_DESC(fail_csum_every,
+		 "test only: every Nth check of data in a reader's pages fails");
 
 module_param_named(gc_pause_ms, bch_fault_wait[BCH_WAIT_GC_PAUSE], uint, 0644);
 MODULE_PARM_DESC(gc_pause_ms,

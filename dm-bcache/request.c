@@ -542,7 +542,8 @@ static bool bch_piece_good(struct bch_piece *p)
 	if (p->bounced)
 		return bch_csum_pages(container_of(p, struct bch_bounce, p)->pages,
 				      0, p->range << SECTOR_SHIFT) == p->csum;
-	return bch_csum_bio(&p->bio, p->iter, p->range << SECTOR_SHIFT) ==
+	return !bch_fault(BCH_FAULT_CSUM) &&
+	       bch_csum_bio(&p->bio, p->iter, p->range << SECTOR_SHIFT) ==
 	       p->csum;
 }
 
@@ -673,6 +674,17 @@ static struct bio *bch_bounce_alloc(struct bch_target *bt, struct bio *bio,
 }
 
 /*
+ * Whether a read of @k needs a bounce: it is a part of its checksummed
+ * range, whose whole must be read to verify it. One at most per bio
+ * gathered from many keys (its first): a bounce takes up to 64 KiB.
+ */
+static bool bch_piece_bounces(struct bch_target *bt, const struct bch_bkey *k)
+{
+	return (k->flags & BCH_KEY_CSUM) && bch_verify(bt) &&
+	       (k->csum_front || k->size != k->csum_sectors);
+}
+
+/*
  * A piece of @bio reading the @k->size sectors at @off sectors into it
  * from the cache: a clone, or a bounce if the key is a part of its
  * checksummed range and reads are verified. GFP_NOWAIT from map(): the
@@ -686,7 +698,7 @@ static struct bio *bch_piece_alloc(struct bch_target *bt, struct bio *bio,
 	struct bio *clone;
 	struct bch_piece *p;
 
-	if (verify && (k->csum_front || k->size != k->csum_sectors)) {
+	if (bch_piece_bounces(bt, k)) {
 		clone = bch_bounce_alloc(bt, bio, off, k, gfp);
 	} else {
 		clone = bio_alloc_clone(bt->set->bdev, bio, gfp, &bt->bs);
@@ -782,7 +794,8 @@ static int bch_read_mixed(struct bch_target *bt, struct bio *bio,
 	up_read(&set->btree_lock);
 	if (pos < end) {
 		while ((clone = bio_list_pop(&clones)))
-			bio_put(clone);
+			bch_piece_free(container_of(clone, struct bch_piece,
+						    bio));
 		return r == -ENOMEM ? BCH_MAPIO_DEFER : DM_MAPIO_KILL;
 	}
 	io->iter = bio->bi_iter;
@@ -828,12 +841,13 @@ static u32 bch_gather_hits(struct bch_target *bt, struct bio *bio, u32 inode,
 		sector += next.size;
 	} while (++nr < BCH_PIECES_MAX && sector < end &&
 		 bch_btree_lookup(&set->btree, inode, sector, end, &next) == 1 &&
-		 (next.flags & BCH_KEY_DIRTY) == dirty);
+		 (next.flags & BCH_KEY_DIRTY) == dirty &&
+		 !bch_piece_bounces(bt, &next));
 
 	if (nr > 1)
 		return sector - start;
 	while ((clone = bio_list_pop(clones)))
-		bio_put(clone);
+		bch_piece_free(container_of(clone, struct bch_piece, bio));
 	return 0;
 }
 
@@ -1037,7 +1051,7 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 		/* The bio's part of the key: the rest is another bio's. */
 		k.size = sectors;
 		k.end = sector + sectors;
-		if (k.csum_front || k.size != k.csum_sectors)
+		if (bch_piece_bounces(bt, &k))
 			return bch_read_bounce(bt, bio, io, &k);
 		io->csummed = 1;
 		io->csum = k.csum;
@@ -1809,8 +1823,9 @@ int bch_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
 			bch_retry_from_origin(bt, bio, io);
 			return DM_ENDIO_INCOMPLETE;
 		}
-		if (io->csummed &&
-		    bch_csum_bio(bio, io->iter, io->iter.bi_size) != io->csum) {
+		if (io->csummed && (bch_fault(BCH_FAULT_CSUM) ||
+				    bch_csum_bio(bio, io->iter, io->iter.bi_size) !=
+				    io->csum)) {
 			INIT_WORK(&io->work, bch_hit_bad_work);
 			queue_work(bt->set->wq, &io->work);
 			return DM_ENDIO_INCOMPLETE;

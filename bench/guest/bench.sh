@@ -138,7 +138,7 @@ blkreads() { awk '{ print $1 }' "/sys/block/$1/stat" 2>/dev/null || echo 0; }
 counters() {
 	local s a b
 	case $1 in
-	dm-bcache)
+	dm-bcache*)
 		s=$(dmsetup status dmb 2>/dev/null) || { echo "- -"; return; }
 		echo "$s" | awk '{ print $8, $9 }' ;;
 	dm-cache)
@@ -321,13 +321,20 @@ setup() {
 	dm-linear)
 		dmsetup create lin --table "0 $(sectors "$CDEV") linear $CDEV 0" &&
 			dmsetup mknodes lin && DEV=/dev/mapper/lin ;;
-	dm-bcache)
+	dm-bcache | dm-bcache-nocsum | dm-bcache-v2)
+		# -nocsum: verify_csums 0; -v2: on-disk format 2 (no checksums)
 		wipe "$CDEV"
-		make-bcache -q -b $BUCKET -w 4k "$CDEV" || { echo "make-bcache failed"; return 1; }
+		b="-q -b $BUCKET -w 4k"
+		[ "$n" = dm-bcache-v2 ] && b="$b --format-version 2"
+		# shellcheck disable=SC2086
+		make-bcache $b "$CDEV" || { echo "make-bcache failed"; return 1; }
 		dmsetup create dmb --table "0 $osz bcache $CDEV /dev/mapper/borigin" ||
 			{ echo "dmsetup create failed"; return 1; }
 		dmsetup mknodes dmb
 		dmsetup message dmb 0 sequential_cutoff 4194304 || { echo "sequential_cutoff failed"; return 1; }
+		if [ "$n" = dm-bcache-nocsum ]; then
+			dmsetup message dmb 0 verify_csums 0 || { echo "verify_csums failed"; return 1; }
+		fi
 		DEV=/dev/mapper/dmb ;;
 	bcache)
 		wipe "$CDEV"
@@ -373,7 +380,7 @@ teardown() {
 	local n=$1 u
 	case $n in
 	dm-linear) dmsetup remove lin ;;
-	dm-bcache) dmsetup remove dmb ;;
+	dm-bcache*) dmsetup remove dmb ;;
 	dm-cache) dmsetup remove dmc ;;
 	dm-writecache) dmsetup remove dmw ;;
 	bcache)
@@ -402,8 +409,8 @@ csetup() {
 # jobs
 
 has() { case " $1 " in *" $2 "*) return 0 ;; esac; return 1; }
-is_cache() { case $1 in dm-bcache|bcache|dm-cache|dm-writecache) return 0 ;; esac; return 1; }
-is_rcache() { case $1 in dm-bcache|bcache|dm-cache) return 0 ;; esac; return 1; }
+is_cache() { case $1 in dm-bcache*|bcache|dm-cache|dm-writecache) return 0 ;; esac; return 1; }
+is_rcache() { case $1 in dm-bcache*|bcache|dm-cache) return 0 ;; esac; return 1; }
 
 R4K="--rw=randread --bs=4k --direct=1 --norandommap --randrepeat=0"
 
@@ -543,7 +550,7 @@ scan_job() {
 }
 bypassed() {
 	case $1 in
-	dm-bcache) dmsetup status dmb | awk '{ print $12 }' ;;
+	dm-bcache*) dmsetup status dmb | awk '{ print $12 }' ;;
 	*) echo - ;;
 	esac
 }
@@ -595,7 +602,7 @@ mem_job() {
 	m2=$(memsnap)
 	slabsnap "$B/tmp/slab2"
 	case $n in
-	dm-bcache) filled=$(($(dmb_stat dmb filled_sectors) / 2)) ;;
+	dm-bcache*) filled=$(($(dmb_stat dmb filled_sectors) / 2)) ;;
 	dm-cache) filled=$(dmsetup status dmc | awk '{ split($7, a, "/"); print a[1] * 32 }') ;;
 	*) filled=$((FILL_MB * 1024)) ;;
 	esac

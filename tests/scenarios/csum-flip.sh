@@ -4,7 +4,9 @@
 # origin's bytes, counts csum_errors, logs it, and drops the key; so does
 # a read of a part of a key (its whole range read and verified); a read of
 # dirty data fails with EIO, never with the origin's older bytes, and
-# writeback will not copy it; verify_csums 0 reads without checking. A
+# writeback will not copy it; verify_csums 0 reads without checking; a
+# check that fails in the reader's pages is confirmed in the module's own
+# before anything is counted. A
 # version 2 cache has no checksums: the scenario says so and stops.
 # disks: cache=64M origin=64M
 # timeout: 600
@@ -62,6 +64,18 @@ check_eq "status: verify_csums 1" 1 "$(dmsetup status c | sed -n 's/.* verify_cs
 check "fill 4 MiB in 64k reads" fio --name=f --filename=/dev/mapper/c --rw=read --bs=64k \
 	--size=4M --direct=1 --output=/tmp/f
 check "hits" same 0 64
+
+# 0. A check that fails in the reader's pages (fail_csum_every: as if the
+# reader had changed them under the read) is confirmed by a second read
+# into the module's own memory, which matches: the right bytes are
+# returned and nothing is counted, for a lone hit and gathered pieces.
+P=/sys/module/dm_bcache/parameters
+e0=$(errs)
+echo 1 >$P/fail_csum_every
+check "a whole-key read, its check failing" same 0 64
+check "a read gathered from 4 keys, every check failing" same 256 256
+echo 0 >$P/fail_csum_every
+check_eq "nothing counted" "$e0" "$(errs)"
 
 # 1. A whole key read: the bio's own pages verified.
 at=$(where 128)
