@@ -614,8 +614,8 @@ static inline __u32 bch_jset_magic(__u32 version)
  * BCH_KEY_CSUM only in version 3; a size, and no start before origin
  * sector 0; a hole has no pointer; a data key has one or two, on distinct
  * members of the set, each inside one bucket that is neither metadata nor
- * journal; a checksummed range holds the key and is at most
- * BCH_CSUM_MAX_SECTORS. @m: the geometry of each of @nmembers members, from
+ * journal; a checksummed range holds the key, is at most
+ * BCH_CSUM_MAX_SECTORS and lies in the key's bucket. @m: the geometry of each of @nmembers members, from
  * superblocks that validated.
  */
 static inline const char *bch_leaf_key_invalid(const struct bch_bkey *k,
@@ -661,6 +661,12 @@ static inline const char *bch_leaf_key_invalid(const struct bch_bkey *k,
 			return "points into a journal bucket";
 		if (sector % g->bucket_size + k->size > g->bucket_size)
 			return "crosses the end of its bucket";
+		/* Read whole to verify it, checked against this bucket's gen. */
+		if ((k->flags & BCH_KEY_CSUM) &&
+		    (sector % g->bucket_size < k->csum_front ||
+		     sector % g->bucket_size - k->csum_front + k->csum_sectors >
+		     g->bucket_size))
+			return "has a checksummed range outside its bucket";
 	}
 	return NULL;
 }

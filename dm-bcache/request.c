@@ -208,7 +208,9 @@ static struct bio *bch_pages_bio(struct bch_cache_set *set, struct bch_fill *f,
 	struct bio *bio;
 
 	/* Pieces start on block boundaries, maybe inside a page. */
-	bio = bio_alloc(set->bdev, DIV_ROUND_UP(sectors, PAGE_SECTORS) + 1,
+	bio = bio_alloc(set->bdev,
+			DIV_ROUND_UP(offset_in_page(off << SECTOR_SHIFT) +
+				     (sectors << SECTOR_SHIFT), PAGE_SIZE),
 			REQ_OP_WRITE, gfp);
 	if (!bio)
 		return NULL;
@@ -387,10 +389,14 @@ static void bch_fill_copy(struct bch_fill *f, u32 off, struct bio_vec *bv)
 
 /*
  * The data of @bio in pages of the module's own, which the cache is then
- * written from: its checksum is of the bytes the device gets.
+ * written from: its checksum is of the bytes the device gets. A
+ * writethrough write's copy is indexed as a fill (@fill: counted as one),
+ * a dirty write's is freed once written.
  */
-static struct bch_fill *bch_copy_bio(struct bch_target *bt, struct bio *bio)
+static struct bch_fill *bch_copy_bio(struct bch_target *bt, struct bio *bio,
+				     bool fill)
 {
+	gfp_t gfp = GFP_NOWAIT | __GFP_NOWARN;
 	struct bvec_iter iter;
 	struct bio_vec bv;
 	struct bch_fill *f;
@@ -398,10 +404,15 @@ static struct bch_fill *bch_copy_bio(struct bch_target *bt, struct bio *bio)
 
 	if (bch_fault(BCH_FAULT_COPY))
 		return NULL;
-	f = bch_pages_alloc(bio_sectors(bio), GFP_NOWAIT | __GFP_NOWARN);
+	if (fill) {
+		f = bch_fill_alloc(bt, bio_sectors(bio), gfp);
+	} else {
+		f = bch_pages_alloc(bio_sectors(bio), gfp);
+		if (f)
+			f->bt = bt;
+	}
 	if (!f)
 		return NULL;
-	f->bt = bt;
 	bio_for_each_segment(bv, bio, iter) {
 		bch_fill_copy(f, off, &bv);
 		off += bv.bv_len;
@@ -554,13 +565,12 @@ static bool bch_piece_good(struct bch_piece *p)
  * Dirty data is kept: the origin is older, and a read of it fails
  * instead. Process context.
  */
-static void bch_csum_bad(struct bch_target *bt, u64 sector, u32 sectors,
-			 u64 ptr, u8 gen, bool dirty)
+static void bch_csum_bad(struct bch_target *bt, u32 inode, u64 sector,
+			 u32 sectors, u64 ptr, u8 gen, bool dirty)
 {
 	bch_csum_error(bt, sector, sectors, ptr);
 	if (!dirty)
-		bch_index_drop_bad(bt->set, bch_slot_inode(bt->set, bt->slot),
-				   sector, sectors, ptr, gen);
+		bch_index_drop_bad(bt->set, inode, sector, sectors, ptr, gen);
 }
 
 /*
@@ -591,8 +601,13 @@ static void bch_piece_bad_work(struct work_struct *work)
 		} else if (!r && bch_crc32c(buf, bytes) == p->csum) {
 			bch_buf_to_bio(&p->bio, p->iter, buf, bytes);
 			bad = false;
+		} else if (r == -ENOMEM) {
+			/* Unknown: dirty data is looked up again, clean read
+			 * from the origin. */
+			WRITE_ONCE(io->stale, 1);
+			bad = false;
 		} else if (r) {
-			/* Unknown: as a failed read of the piece. */
+			/* As a failed read of the piece. */
 			WRITE_ONCE(io->cache_error, 1);
 			bad = false;
 		}
@@ -600,8 +615,8 @@ static void bch_piece_bad_work(struct work_struct *work)
 	}
 	if (bad) {
 		/* p->ptr: the range's start, also for a clone (no front). */
-		bch_csum_bad(bt, p->sector - p->front, p->range, p->ptr,
-			     p->gen, p->dirty);
+		bch_csum_bad(bt, io->inode, p->sector - p->front, p->range,
+			     p->ptr, p->gen, p->dirty);
 		/* Dirty: an error, never the origin's older data. */
 		if (p->dirty)
 			WRITE_ONCE(io->cache_error, 1);
@@ -674,31 +689,33 @@ static struct bio *bch_bounce_alloc(struct bch_target *bt, struct bio *bio,
 }
 
 /*
- * Whether a read of @k needs a bounce: it is a part of its checksummed
- * range, whose whole must be read to verify it. One at most per bio
- * gathered from many keys (its first): a bounce takes up to 64 KiB.
+ * Whether a verified read of @k needs a bounce: it is a part of its
+ * checksummed range, whose whole must be read to verify it. One at most
+ * per bio gathered from many keys (its first): a bounce takes up to 64 KiB.
  */
-static bool bch_piece_bounces(struct bch_target *bt, const struct bch_bkey *k)
+static bool bch_piece_bounces(const struct bch_bkey *k, bool verify)
 {
-	return (k->flags & BCH_KEY_CSUM) && bch_verify(bt) &&
+	return verify && (k->flags & BCH_KEY_CSUM) &&
 	       (k->csum_front || k->size != k->csum_sectors);
 }
 
 /*
  * A piece of @bio reading the @k->size sectors at @off sectors into it
  * from the cache: a clone, or a bounce if the key is a part of its
- * checksummed range and reads are verified. GFP_NOWAIT from map(): the
- * caller holds the btree lock, and several clones from one bioset must
- * not wait on each other's return.
+ * checksummed range and reads are verified (@verify: bch_verify(), read
+ * once per bio, as the tunable may change meanwhile). GFP_NOWAIT from
+ * map(): the caller holds the btree lock, and several clones from one
+ * bioset must not wait on each other's return.
  */
 static struct bio *bch_piece_alloc(struct bch_target *bt, struct bio *bio,
-				   u32 off, const struct bch_bkey *k, gfp_t gfp)
+				   u32 off, const struct bch_bkey *k,
+				   bool verify, gfp_t gfp)
 {
-	bool verify = (k->flags & BCH_KEY_CSUM) && bch_verify(bt);
 	struct bio *clone;
 	struct bch_piece *p;
 
-	if (bch_piece_bounces(bt, k)) {
+	verify = verify && (k->flags & BCH_KEY_CSUM);
+	if (bch_piece_bounces(k, verify)) {
 		clone = bch_bounce_alloc(bt, bio, off, k, gfp);
 	} else {
 		clone = bio_alloc_clone(bt->set->bdev, bio, gfp, &bt->bs);
@@ -766,8 +783,8 @@ static int bch_read_mixed(struct bch_target *bt, struct bio *bio,
 {
 	struct bch_cache_set *set = bt->set;
 	u64 start = bio->bi_iter.bi_sector, end = bio_end_sector(bio);
+	bool dirty = false, verify = bch_verify(bt);
 	struct bio_list clones;
-	bool dirty = false;
 	struct bio *clone;
 	struct bch_bkey k;
 	u64 pos;
@@ -781,7 +798,7 @@ static int bch_read_mixed(struct bch_target *bt, struct bio *bio,
 		if (r && (k.flags & BCH_KEY_DIRTY)) {
 			dirty = true;
 			clone = bch_piece_alloc(bt, bio, pos - start, &k,
-						GFP_NOWAIT | __GFP_NOWARN);
+						verify, GFP_NOWAIT | __GFP_NOWARN);
 		} else {
 			clone = bch_piece_alloc_origin(bt, bio, pos - start, k.size);
 		}
@@ -822,7 +839,8 @@ static int bch_read_mixed(struct bch_target *bt, struct bio *bio,
  * @clones) if that is just @k. Called under the btree read lock.
  */
 static u32 bch_gather_hits(struct bch_target *bt, struct bio *bio, u32 inode,
-			   const struct bch_bkey *k, struct bio_list *clones)
+			   const struct bch_bkey *k, bool verify,
+			   struct bio_list *clones)
 {
 	struct bch_cache_set *set = bt->set;
 	u64 start = bio->bi_iter.bi_sector, end = bio_end_sector(bio);
@@ -833,7 +851,7 @@ static u32 bch_gather_hits(struct bch_target *bt, struct bio *bio, u32 inode,
 	struct bio *clone;
 
 	do {
-		clone = bch_piece_alloc(bt, bio, sector - start, &next,
+		clone = bch_piece_alloc(bt, bio, sector - start, &next, verify,
 					GFP_NOWAIT | __GFP_NOWARN);
 		if (!clone)
 			break;
@@ -842,7 +860,7 @@ static u32 bch_gather_hits(struct bch_target *bt, struct bio *bio, u32 inode,
 	} while (++nr < BCH_PIECES_MAX && sector < end &&
 		 bch_btree_lookup(&set->btree, inode, sector, end, &next) == 1 &&
 		 (next.flags & BCH_KEY_DIRTY) == dirty &&
-		 !bch_piece_bounces(bt, &next));
+		 !bch_piece_bounces(&next, verify));
 
 	if (nr > 1)
 		return sector - start;
@@ -853,13 +871,18 @@ static u32 bch_gather_hits(struct bch_target *bt, struct bio *bio, u32 inode,
 
 /*
  * Whether @nr pieces are many for @sectors: a rewrite is split where it
- * crosses buckets, and must leave markedly fewer pieces than it found,
+ * crosses buckets (and, with data checksums, into keys of 64 KiB), and
+ * must leave markedly fewer pieces than it found,
  * or a range read again and again would be rewritten every time.
  */
 static bool bch_fragmented(struct bch_cache_set *set, u32 sectors,
 			   unsigned int nr)
 {
-	u32 after = DIV_ROUND_UP(sectors, set->bucket_size) + 1;
+	/* With data checksums a key is at most BCH_CSUM_MAX_SECTORS. */
+	u32 unit = bch_csums(set) ? min_t(u32, set->bucket_size,
+					  BCH_CSUM_MAX_SECTORS) :
+		   set->bucket_size;
+	u32 after = DIV_ROUND_UP(sectors, unit) + 1;
 
 	return nr >= BCH_REWRITE_PIECES && nr >= 2 * after;
 }
@@ -871,7 +894,7 @@ static bool bch_fragmented(struct bch_cache_set *set, u32 sectors,
  */
 static int bch_read_pieces(struct bch_target *bt, struct bio *bio,
 			   struct bch_io *io, struct bio_list *clones,
-			   u32 sectors, bool dirty, bool snapped)
+			   u32 sectors, bool dirty, bool snapped, bool verify)
 {
 	struct bch_cache_set *set = bt->set;
 	unsigned int nr = bio_list_size(clones);
@@ -889,7 +912,9 @@ static int bch_read_pieces(struct bch_target *bt, struct bio *bio,
 	 * cached data in large IOs is what makes its fragments costly.
 	 */
 	io->rewrite = snapped && !dirty && bch_fragmented(set, sectors, nr) &&
-		      bch_fillable(bt, io->iter.bi_sector, sectors);
+		      bch_fillable(bt, io->iter.bi_sector, sectors) &&
+		      /* a fresh checksum must not certify unchecked data */
+		      (!bch_csums(set) || verify);
 	atomic64_inc(&bt->stats.read_hits);
 	while ((clone = bio_list_pop(clones))) {
 		bch_bucket_hit(set, clone->bi_iter.bi_sector, bio_sectors(clone));
@@ -909,7 +934,7 @@ static int bch_read_bounce(struct bch_target *bt, struct bio *bio,
 	bool dirty = k->flags & BCH_KEY_DIRTY;
 	struct bio *clone;
 
-	clone = bch_piece_alloc(bt, bio, 0, k, io->deferred ? GFP_NOIO :
+	clone = bch_piece_alloc(bt, bio, 0, k, true, io->deferred ? GFP_NOIO :
 				GFP_NOWAIT | __GFP_NOWARN);
 	if (!clone && dirty)
 		return BCH_MAPIO_DEFER;
@@ -946,7 +971,7 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	u32 sectors = bio_sectors(bio), gathered = 0;
 	enum bch_cache_mode mode = READ_ONCE(bt->mode);
 	bool bypass, snapped = false, failed = bch_cache_failed(set);
-	bool fill = false;
+	bool fill = false, verify = bch_verify(bt);
 	struct bio_list clones;
 	u64 miss_snap = 0;
 	struct bch_bkey k;
@@ -1003,7 +1028,7 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 		return bch_read_mixed(bt, bio, io);
 	if (hit && k.size < sectors && !failed &&
 	    ((k.flags & BCH_KEY_DIRTY) || mode != BCH_MODE_NONE))
-		gathered = bch_gather_hits(bt, bio, io->inode, &k,
+		gathered = bch_gather_hits(bt, bio, io->inode, &k, verify,
 					   &clones);
 	if (!hit && bch_fault_wait_ms(BCH_WAIT_MISS_PAUSE))
 		msleep(bch_fault_wait_ms(BCH_WAIT_MISS_PAUSE));
@@ -1028,7 +1053,7 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	up_read(&set->btree_lock);
 	if (gathered)
 		return bch_read_pieces(bt, bio, io, &clones, gathered,
-				       k.flags & BCH_KEY_DIRTY, snapped);
+				       k.flags & BCH_KEY_DIRTY, snapped, verify);
 	if (k.size < sectors) {
 		dm_accept_partial_bio(bio, k.size);
 		sectors = k.size;
@@ -1047,11 +1072,11 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	 * Dirty data is read from a failed device too: it is the only copy,
 	 * and if it cannot be read the read fails, never with older data.
 	 */
-	if (hit && (k.flags & BCH_KEY_CSUM) && bch_verify(bt)) {
+	if (hit && (k.flags & BCH_KEY_CSUM) && verify) {
 		/* The bio's part of the key: the rest is another bio's. */
 		k.size = sectors;
 		k.end = sector + sectors;
-		if (bch_piece_bounces(bt, &k))
+		if (bch_piece_bounces(&k, true))
 			return bch_read_bounce(bt, bio, io, &k);
 		io->csummed = 1;
 		io->csum = k.csum;
@@ -1222,12 +1247,12 @@ static void bch_write_to_cache(struct bch_target *bt, struct bio *bio,
 		return;
 	/* Not in one piece: give the space back, cache nothing. */
 	if (got == sectors && bch_csums(set)) {
-		io->copy = bch_copy_bio(bt, bio);
+		io->copy = bch_copy_bio(bt, bio, true);
 		if (io->copy)
 			clone = bch_pages_bio(set, io->copy, 0, sectors, io->ptr,
 					      GFP_NOWAIT | __GFP_NOWARN);
 		if (!clone && io->copy) {
-			bch_pages_free(io->copy);
+			bch_fill_free(io->copy);
 			io->copy = NULL;
 		}
 	} else if (got == sectors) {
@@ -1367,7 +1392,7 @@ static int bch_write_dirty(struct bch_target *bt, struct bio *bio,
 	if (got < bio_sectors(bio))
 		dm_accept_partial_bio(bio, got);
 	if (bch_csums(set)) {
-		io->copy = bch_copy_bio(bt, bio);
+		io->copy = bch_copy_bio(bt, bio, false);
 		if (io->copy)
 			wbio = bch_pages_bio(set, io->copy, 0, got, io->ptr,
 					     GFP_NOWAIT | __GFP_NOWARN);
@@ -1426,6 +1451,8 @@ static int bch_map_write(struct bch_target *bt, struct bio *bio,
 
 		if (r != -ENOSPC)
 			return r;
+		/* Maybe cut to one key before its copy failed. */
+		sectors = bio_sectors(bio);
 	}
 
 	io->iter = bio->bi_iter;
@@ -1608,10 +1635,8 @@ static void bch_write_done(struct bch_target *bt, struct bch_io *io,
 	if (io->copy && !error && !io->cache_error) {
 		/* The copy the cache was written from: indexed from there. */
 		f = io->copy;
-		atomic_inc(&bt->fills);
-		INIT_WORK(&f->work, bch_fill_work);
 	} else if (io->copy) {
-		bch_pages_free(io->copy);
+		bch_fill_free(io->copy);
 	} else if (!error && !io->cache_error) {
 		f = bch_fill_alloc(bt, 0, GFP_ATOMIC | __GFP_NOWARN);
 	}
@@ -1766,8 +1791,8 @@ static void bch_hit_bad_work(struct work_struct *work)
 		bch_buf_to_bio(bio, io->iter, buf, bytes);
 	kvfree(buf);
 	if (!r && !good)
-		bch_csum_bad(bt, io->iter.bi_sector, bytes >> SECTOR_SHIFT,
-			     io->ptr, io->gen, io->dirty);
+		bch_csum_bad(bt, io->inode, io->iter.bi_sector,
+			     bytes >> SECTOR_SHIFT, io->ptr, io->gen, io->dirty);
 	if (good) {
 		io->kind = BCH_IO_ORIGIN;
 		bio_endio(bio);

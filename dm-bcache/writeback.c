@@ -552,10 +552,10 @@ static void bch_wb_work(struct work_struct *work)
 	if (!wb->buf)
 		wb->buf = __vmalloc(BCH_WB_BATCH_SECTORS << SECTOR_SHIFT,
 				    GFP_NOIO);
-	if (!wb->bounce)
+	if (!wb->bounce && bch_csums(set))
 		wb->bounce = __vmalloc(BCH_CSUM_MAX_SECTORS << SECTOR_SHIFT,
 				       GFP_NOIO);
-	if (!b || !wb->buf || !wb->bounce) {
+	if (!b || !wb->buf || (!wb->bounce && bch_csums(set))) {
 		kfree(b);
 		delay = HZ / 10;
 		goto again;

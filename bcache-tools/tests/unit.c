@@ -845,6 +845,23 @@ static void test_key_rules(void)
 	k.csum_front = 0;
 	k.csum_sectors = BCH_CSUM_MAX_SECTORS + 8;
 	check(bch_leaf_key_invalid(&k, 3, m, 1), "rules: a range over 64 KiB");
+	k.csum_front = 17;	/* the key is 16 sectors into its bucket */
+	k.csum_sectors = 32;
+	check(bch_leaf_key_invalid(&k, 3, m, 1) &&
+	      !strcmp(bch_leaf_key_invalid(&k, 3, m, 1),
+		      "has a checksummed range outside its bucket"),
+	      "rules: a range starting in the bucket before");
+	k.csum_front = 16;
+	check(!bch_leaf_key_invalid(&k, 3, m, 1), "rules: a range from the bucket's start");
+	k.ptr[0] = bch_ptr(0, 3, 10 * 1024 + 1016);
+	k.csum_front = 0;
+	k.csum_sectors = 16;
+	check(bch_leaf_key_invalid(&k, 3, m, 1) &&
+	      !strcmp(bch_leaf_key_invalid(&k, 3, m, 1),
+		      "has a checksummed range outside its bucket"),
+	      "rules: a range ending in the next bucket");
+	k.csum_sectors = 8;
+	check(!bch_leaf_key_invalid(&k, 3, m, 1), "rules: a range to the bucket's end");
 
 	/* round trips */
 	k = good;

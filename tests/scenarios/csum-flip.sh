@@ -98,6 +98,17 @@ check "logged, with the whole range" dmesg_has "checksum error: slot 0 sectors 1
 check "another part of it: the origin's bytes" same 560 16
 check_eq "not again: the whole range was dropped" $((e0 + 1)) "$(errs)"
 
+# 2b. A read gathered from 4 keys, the second of them bad: the origin's
+# bytes, and only that key's range dropped.
+at=$(where $((2 * KiB + 64)))
+check "flip a byte of the key of 2 MiB + 64 KiB" flip $((at + 5))
+e0=$(errs)
+check "a 256k read gathered over it returns the origin's bytes" same $((2 * KiB)) 256
+check_eq "counted" $((e0 + 1)) "$(errs)"
+check "logged, with its range" dmesg_has "checksum error: slot 0 sectors 4224+128 member 0 bucket"
+check "read again: still the origin's bytes" same $((2 * KiB)) 256
+check_eq "not again" $((e0 + 1)) "$(errs)"
+
 # 3. verify_csums 0: nothing is checked (the flipped byte is read).
 at=$(where 1024)
 check "flip a byte of the key of 1 MiB" flip $((at + 10))
@@ -124,6 +135,7 @@ check_fails "a read of it fails" rd $((8 * KiB + 64)) 64
 check "with EIO" grep -q "Input/output error" /tmp/rd.err
 check_eq "counted" $((e0 + 1)) "$(errs)"
 check_fails "a 4k read of a part of it fails too" rd $((8 * KiB + 96)) 4
+check_fails "a 256k read gathered over it fails too" rd $((8 * KiB)) 256
 check "its neighbours read" rd $((8 * KiB)) 64
 check_fails "flush: writeback refuses to copy it" dmsetup message c 0 flush
 check "logged" dmesg_has "writeback of slot 0 failed: -74"
@@ -134,6 +146,25 @@ check "overwritten" fio --name=o --filename=/dev/mapper/c --rw=write --bs=64k \
 	--offset=$((8 * 1024 + 64))k --size=64k --direct=1 --buffer_pattern=0xd2 --output=/tmp/o
 new_data() { rd $((8 * KiB + 64)) 64 && od -An -tx1 -N 2 /tmp/rd | grep -q 'd2 d2'; }
 check "reads the new data" new_data
+check "flush now" dmsetup message c 0 flush
+check_eq "nothing dirty" 0 "$(dmb_stat c dirty)"
+
+# 5. Writeback of dirty keys that are parts of their range (a later write
+# cut the first in two): each part's whole range is read and verified.
+check "held again" dmsetup message c 0 writeback_running 0
+check "a dirty 64k write at 12 MiB" fio --name=w --filename=/dev/mapper/c --rw=write --bs=64k \
+	--offset=12M --size=64k --direct=1 --buffer_pattern=0xd3 --output=/tmp/w
+check "16k of its middle rewritten" fio --name=w --filename=/dev/mapper/c --rw=write --bs=16k \
+	--offset=$((12 * 1024 + 16))k --size=16k --direct=1 --buffer_pattern=0xd4 --output=/tmp/w
+at=$(where $((12 * KiB + 48)))
+check "flip a byte of the cut key's back part" flip $((at + 3))
+e0=$(errs)
+check_fails "flush: writeback refuses the parts" dmsetup message c 0 flush
+check "counted" test "$(errs)" -gt "$e0"
+check "logged with the whole range" dmesg_has "checksum error: slot 0 sectors 24576+128 member 0 bucket"
+check "the rewritten middle reads" rd $((12 * KiB + 16)) 16
+check "the 64k overwritten" fio --name=w --filename=/dev/mapper/c --rw=write --bs=64k \
+	--offset=12M --size=64k --direct=1 --buffer_pattern=0xd5 --output=/tmp/w
 check "flush now" dmsetup message c 0 flush
 check_eq "nothing dirty" 0 "$(dmb_stat c dirty)"
 check "remove" dmb_remove c

@@ -25,6 +25,21 @@ io() {
 		"$@" --output=/tmp/io
 }
 
+# 6. Buckets of 1 MiB: a 1 MiB write or fill fills a bucket whole (a bio
+# of 256 pages, none more). It reformats the cache: last.
+big_buckets() {
+	check "format, 1 MiB buckets" make-bcache -q -b 1M "$cache"
+	check "create" dmb_create c "$cache" "$origin" origin_uuid $A
+	check "no bypass" dmsetup message c 0 sequential_cutoff 0
+	f0=$(dmb_stat c filled_sectors)
+	check "1m writethrough writes, read back" io 0 8 write 1m-1m --verify=crc32c
+	check "1m read misses" io 8 8 read 1m-1m
+	check_eq "all of it filled" $((f0 + 32768)) "$(dmb_stat c filled_sectors)"
+	check "remove" dmb_remove c
+	check "bcache-check --data" sh -c "bcache-check --data '$cache' >/tmp/chk"
+	check "none mismatched" grep -q "^data: .* 0 mismatched, 0 unreadable" /tmp/chk
+}
+
 dmb_load
 check "format" make-bcache -q "$cache"
 version=$(bcache-super-show -u "$cache" | awk -F'\t' '$1 == "sb.version" { print $2 }')
@@ -42,6 +57,22 @@ check "they filled" test "$(dmb_stat c filled_sectors)" -gt "$f0"
 f0=$(dmb_stat c filled_sectors)
 check "writethrough writes, 4k-1m, read back" io 16 16 randwrite 4k-1m --verify=crc32c
 check "they filled" test "$(dmb_stat c filled_sectors)" -gt "$f0"
+# 2b. writethrough writes whose copy fails now and then (fail_copy_every):
+# those are not cached, the rest are, all of it reads back
+P=/sys/module/dm_bcache/parameters
+f0=$(dmb_stat c filled_sectors)
+echo 2 >$P/fail_copy_every
+check "writethrough writes, every second copy failing" \
+	io 64 4 randwrite 64k-64k --verify=crc32c --do_verify=0
+echo 0 >$P/fail_copy_every
+f1=$(dmb_stat c filled_sectors)
+info "$((f1 - f0)) of 8192 sectors filled"
+if [ "$version" = 2 ]; then
+	check_eq "version 2 copies nothing: all filled" 8192 $((f1 - f0))
+else
+	check "about half of them filled" test $((f1 - f0)) -gt 2048 -a $((f1 - f0)) -lt 6144
+fi
+check "all of them read back" io 64 4 randwrite 64k-64k --verify=crc32c --verify_only
 # 3. small reads, then large ones over them: pieces rewritten as one extent
 check "4k reads" io 32 4 randread 4k-4k
 r0=$(dmb_stat c rewritten)
@@ -52,6 +83,19 @@ check "writeback" dmsetup message c 0 cache_mode writeback
 check "held dirty" dmsetup message c 0 writeback_running 0
 check "dirty writes, 4k-1m, read back" io 40 16 randwrite 4k-1m --verify=crc32c
 check "they are dirty" test "$(dmb_stat c dirty)" -gt 0
+# 4b. 1 MiB dirty writes whose copies all fail (version 3) go to the
+# origin; once they are done, nothing of them holds the range: reads of
+# it fill
+if [ "$version" = 3 ]; then
+	echo 1 >$P/fail_copy_every
+	d0=$(dmb_stat c dirty)
+	check "1m dirty writes, every copy failing" io 56 4 write 1m-1m --verify=crc32c
+	echo 0 >$P/fail_copy_every
+	check_eq "none of them dirty" "$d0" "$(dmb_stat c dirty)"
+	f0=$(dmb_stat c filled_sectors)
+	check "64k reads of them" io 56 4 read 64k-64k
+	check_eq "all of them filled" $((f0 + 8192)) "$(dmb_stat c filled_sectors)"
+fi
 check "remove" dmb_remove c
 
 check "bcache-check --data" sh -c "bcache-check --data '$cache' >/tmp/chk"
@@ -64,6 +108,7 @@ if [ "$version" = 2 ]; then
 	check_eq "version 2: no key verified" 0 "$verified"
 	check "version 2: keys without a checksum" test "$(got without)" -gt 0
 	check "version 2: keys over 64 KiB (the bound is version 3's)" test "$big" -gt 0
+	big_buckets
 	exit 0
 fi
 check "keys verified" test "${verified:-0}" -gt 100
@@ -91,3 +136,5 @@ info "byte $at (key at $loc) changed from $b"
 check_fails "bcache-check --data finds it" bcache-check --data "$cache"
 check "and says so" sh -c "bcache-check --data '$cache' | grep -q 'data checksum [0-9a-f]*, the key says'"
 check "one mismatched" sh -c "bcache-check --data '$cache' | grep -q '^data: .* 1 mismatched'"
+
+big_buckets
