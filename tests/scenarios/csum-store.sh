@@ -28,7 +28,7 @@ io() {
 # 6. Buckets of 1 MiB: a 1 MiB write or fill fills a bucket whole (a bio
 # of 256 pages, none more). It reformats the cache: last.
 big_buckets() {
-	check "format, 1 MiB buckets" make-bcache -q -b 1M "$cache"
+	check "format, 1 MiB buckets" make-bcache -q --wipe -b 1M "$cache"
 	check "create" dmb_create c "$cache" "$origin" origin_uuid $A
 	check "no bypass" dmsetup message c 0 sequential_cutoff 0
 	f0=$(dmb_stat c filled_sectors)
