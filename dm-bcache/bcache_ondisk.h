@@ -615,8 +615,8 @@ static inline __u32 bch_jset_magic(__u32 version)
  * sector 0; a hole has no pointer; a data key has one or two, on distinct
  * members of the set, each inside one bucket that is neither metadata nor
  * journal; a checksummed range holds the key, is at most
- * BCH_CSUM_MAX_SECTORS and lies in the key's bucket. @m: the geometry of each of @nmembers members, from
- * superblocks that validated.
+ * BCH_CSUM_MAX_SECTORS and lies in the key's bucket. @m: the geometry of
+ * each of @nmembers members, from superblocks that validated.
  */
 static inline const char *bch_leaf_key_invalid(const struct bch_bkey *k,
 					       __u32 version,

@@ -602,8 +602,7 @@ static void bch_piece_bad_work(struct work_struct *work)
 			bch_buf_to_bio(&p->bio, p->iter, buf, bytes);
 			bad = false;
 		} else if (r == -ENOMEM) {
-			/* Unknown: dirty data is looked up again, clean read
-			 * from the origin. */
+			/* Unknown: dirty data looked up again, clean from the origin */
 			WRITE_ONCE(io->stale, 1);
 			bad = false;
 		} else if (r) {
