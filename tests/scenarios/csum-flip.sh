@@ -77,37 +77,32 @@ check "a read gathered from 4 keys, every check failing" same 256 256
 echo 0 >$P/fail_csum_every
 check_eq "nothing counted" "$e0" "$(errs)"
 
+# caught DESC AT_KIB FLIP READ_KIB READ_LEN AGAIN_KIB AGAIN_LEN RANGE: one
+# byte changed FLIP bytes past the cached copy of origin KiB AT_KIB; a read
+# of READ_LEN KiB at READ_KIB returns the origin's bytes, is counted once
+# and logged with its checksummed range (origin sectors RANGE+128); then a
+# read of AGAIN_LEN KiB at AGAIN_KIB counts nothing more (dropped)
+caught() {
+	local at e0
+	at=$(where "$2")
+	check "$1: the key located" test -n "$at"
+	check "$1: a byte of it changed" flip $((at + $3))
+	e0=$(errs)
+	check "$1: read, the origin's bytes" same "$4" "$5"
+	check_eq "$1: counted" $((e0 + 1)) "$(errs)"
+	check "$1: logged with the range" \
+		dmesg_has "checksum error: slot 0 sectors $8+128 member 0 bucket"
+	check "$1: read again, the origin's bytes" same "$6" "$7"
+	check_eq "$1: not counted again, dropped" $((e0 + 1)) "$(errs)"
+}
+
 # 1. A whole key read: the bio's own pages verified.
-at=$(where 128)
-check "the key of 128 KiB located" test -n "$at"
-check "flip a byte of it" flip $((at + 100))
-e0=$(errs)
-check "a read of the whole key returns the origin's bytes" same 128 64
-check_eq "counted" $((e0 + 1)) "$(errs)"
-check "logged, with the range" dmesg_has "checksum error: slot 0 sectors 256+128 member 0 bucket"
-check "read again: still the origin's bytes" same 128 64
-check_eq "not again: the key was dropped" $((e0 + 1)) "$(errs)"
-
-# 2. A part of a key: the whole 64 KiB range read and verified.
-at=$(where 512)
-check "flip a byte of the key of 512 KiB" flip $((at + 60 * KiB))
-e0=$(errs)
-check "a 4k read of another part of it returns the origin's bytes" same 516 4
-check_eq "counted" $((e0 + 1)) "$(errs)"
-check "logged, with the whole range" dmesg_has "checksum error: slot 0 sectors 1024+128 member 0 bucket"
-check "another part of it: the origin's bytes" same 560 16
-check_eq "not again: the whole range was dropped" $((e0 + 1)) "$(errs)"
-
-# 2b. A read gathered from 4 keys, the second of them bad: the origin's
-# bytes, and only that key's range dropped.
-at=$(where $((2 * KiB + 64)))
-check "flip a byte of the key of 2 MiB + 64 KiB" flip $((at + 5))
-e0=$(errs)
-check "a 256k read gathered over it returns the origin's bytes" same $((2 * KiB)) 256
-check_eq "counted" $((e0 + 1)) "$(errs)"
-check "logged, with its range" dmesg_has "checksum error: slot 0 sectors 4224+128 member 0 bucket"
-check "read again: still the origin's bytes" same $((2 * KiB)) 256
-check_eq "not again" $((e0 + 1)) "$(errs)"
+caught "whole key" 128 100 128 64 128 64 256
+# 2. A part of a key: the whole 64 KiB range read and verified; the
+# range's other parts are dropped with it.
+caught "part of a key" 512 $((60 * KiB)) 516 4 560 16 1024
+# 2b. A read gathered from 4 keys, the second of them bad.
+caught "gathered, second key" $((2 * KiB + 64)) 5 $((2 * KiB)) 256 $((2 * KiB)) 256 4224
 
 # 3. verify_csums 0: nothing is checked (the flipped byte is read).
 at=$(where 1024)
