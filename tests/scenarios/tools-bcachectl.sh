@@ -37,7 +37,7 @@ info "status: $(tr '\n' ' ' </tmp/st)"
 nf=$(echo $DMB_FIELDS | wc -w)
 check_eq "status: the fields in order" "$(echo "$DMB_FIELDS" | tr "\n" " " | sed "s/ $//")" \
 	"$(head -n "$nf" /tmp/st | cut -d' ' -f1 | tr '\n' ' ' | sed 's/ $//')"
-check_eq "status: $nf fields, the tunables count, 8 tunables" $((nf + 9)) "$(wc -l </tmp/st | tr -d ' ')"
+check_eq "status: $nf fields, the tunables count, 9 tunables" $((nf + 10)) "$(wc -l </tmp/st | tr -d ' ')"
 check_eq "status version" 2 "$(bcachectl status c version)"
 check_eq "status mode" writethrough "$(bcachectl status c mode)"
 check_eq "status slot = dmsetup's" "$(dmb_stat c slot)" "$(bcachectl status c slot)"
