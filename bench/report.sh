@@ -424,7 +424,8 @@ END {
 				lw[s, "writes-exclusive"], w[s, "writes-exclusive"]
 		}
 	}
-	if (n < 2) exit
+	# rows of one size in two formats (4v2, 4v3): no growth to draw
+	if (n < 2 || sz[1] !~ /^[0-9]+$/ || sz[n] !~ /^[0-9]+$/) exit
 	printf "\nGrowth per GiB cached (from %s to %s GiB), and extrapolated to 2 TiB cached as 4 KiB extents: ", sz[1], sz[n]
 	split("mem memcp open_s gc_s checkpoint_s", k, " ")
 	split("MiB of memory|MiB of memory after checkpoints|s of open|s of gc stall|s of checkpoint stall", u, "|")
