@@ -574,6 +574,30 @@ static void bch_csum_bad(struct bch_target *bt, u32 inode, u64 sector,
 }
 
 /*
+ * Read the checksummed range at @ptr (@bytes long) again, into memory of
+ * the module's own, after its check failed in a reader's pages: 0, the
+ * good data copied into @bio's data at @iter; -ESTALE if the bucket was
+ * reused meanwhile; -EBADMSG if the data is bad; else the read's error.
+ */
+static int bch_csum_reread(struct bch_cache_set *set, u64 ptr, u8 gen,
+			   u32 csum, struct bio *bio, struct bvec_iter iter,
+			   u32 bytes)
+{
+	void *buf = kvmalloc(bytes, GFP_NOIO);
+	int r;
+
+	r = buf ? bch_meta_io(set, REQ_OP_READ, ptr, buf, bytes) : -ENOMEM;
+	if (!r && bch_ptr_stale(set, ptr, gen))
+		r = -ESTALE;
+	else if (!r && bch_crc32c(buf, bytes) != csum)
+		r = -EBADMSG;
+	else if (!r)
+		bch_buf_to_bio(bio, iter, buf, bytes);
+	kvfree(buf);
+	return r;
+}
+
+/*
  * A piece whose data failed its checksum. A clone's pages are the
  * reader's, which it may change under the read: the range is read again
  * into memory of the module's own first, and only a mismatch there is
@@ -586,33 +610,17 @@ static void bch_piece_bad_work(struct work_struct *work)
 	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
 	struct bch_target *bt = io->bt;
 	struct bch_cache_set *set = bt->set;
-	u32 bytes = p->range << SECTOR_SHIFT;
-	bool bad = true;
-	void *buf;
-	int r;
+	int r = -EBADMSG;	/* a bounce's pages are the module's own */
 
-	if (!p->bounced) {
-		buf = kvmalloc(bytes, GFP_NOIO);
-		r = buf ? bch_meta_io(set, REQ_OP_READ, p->ptr, buf, bytes) :
-			  -ENOMEM;
-		if (!r && bch_ptr_stale(set, p->ptr, p->gen)) {
-			WRITE_ONCE(io->stale, 1);
-			bad = false;
-		} else if (!r && bch_crc32c(buf, bytes) == p->csum) {
-			bch_buf_to_bio(&p->bio, p->iter, buf, bytes);
-			bad = false;
-		} else if (r == -ENOMEM) {
-			/* Unknown: dirty data looked up again, clean from the origin */
-			WRITE_ONCE(io->stale, 1);
-			bad = false;
-		} else if (r) {
-			/* As a failed read of the piece. */
-			WRITE_ONCE(io->cache_error, 1);
-			bad = false;
-		}
-		kvfree(buf);
-	}
-	if (bad) {
+	if (!p->bounced)
+		r = bch_csum_reread(set, p->ptr, p->gen, p->csum, &p->bio,
+				    p->iter, p->range << SECTOR_SHIFT);
+	/* Reused, or unknown: dirty data looked up again, clean from the origin */
+	if (r == -ESTALE || r == -ENOMEM)
+		WRITE_ONCE(io->stale, 1);
+	else if (r && r != -EBADMSG)	/* as a failed read of the piece */
+		WRITE_ONCE(io->cache_error, 1);
+	if (r == -EBADMSG) {
 		/* p->ptr: the range's start, also for a clone (no front). */
 		bch_csum_bad(bt, io->inode, p->sector - p->front, p->range,
 			     p->ptr, p->gen, p->dirty);
@@ -1777,22 +1785,15 @@ static void bch_hit_bad_work(struct work_struct *work)
 	struct bio *bio = dm_bio_from_per_bio_data(io, sizeof(*io));
 	struct bch_target *bt = io->bt;
 	struct bch_cache_set *set = bt->set;
-	u32 bytes = io->iter.bi_size;
-	void *buf = kvmalloc(bytes, GFP_NOIO);
-	bool good;
 	int r;
 
-	r = buf ? bch_meta_io(set, REQ_OP_READ, io->ptr, buf, bytes) : -ENOMEM;
-	if (!r && bch_ptr_stale(set, io->ptr, io->gen))
-		r = -ESTALE;
-	good = !r && bch_crc32c(buf, bytes) == io->csum;
-	if (good)
-		bch_buf_to_bio(bio, io->iter, buf, bytes);
-	kvfree(buf);
-	if (!r && !good)
+	r = bch_csum_reread(set, io->ptr, io->gen, io->csum, bio, io->iter,
+			    io->iter.bi_size);
+	if (r == -EBADMSG)
 		bch_csum_bad(bt, io->inode, io->iter.bi_sector,
-			     bytes >> SECTOR_SHIFT, io->ptr, io->gen, io->dirty);
-	if (good) {
+			     io->iter.bi_size >> SECTOR_SHIFT, io->ptr, io->gen,
+			     io->dirty);
+	if (!r) {
 		io->kind = BCH_IO_ORIGIN;
 		bio_endio(bio);
 	} else if (io->dirty && (r == -ESTALE || r == -ENOMEM)) {
