@@ -13,6 +13,7 @@
 #include <linux/device-mapper.h>
 #include <linux/dm-io.h>
 #include <linux/list.h>
+#include <linux/mempool.h>
 #include <linux/mutex.h>
 #include <linux/refcount.h>
 #include <linux/rwsem.h>
@@ -197,6 +198,9 @@ struct bch_cache_set {
 	/* Writes held until BCH_UUID_FP_WRITING is on disk (irq-safe). */
 	spinlock_t		uuid_waiters_lock;
 	struct bio_list		fp_waiters;
+
+	/* One checksummed range's buffer for the reads that confirm a mismatch. */
+	mempool_t		*reread_pool;
 
 	struct workqueue_struct	*wq;
 	struct work_struct	reclaim_work;

@@ -29,6 +29,7 @@
  */
 #include <linux/bio.h>
 #include <linux/delay.h>
+#include <linux/mempool.h>
 #include <linux/slab.h>
 
 #include "dm-bcache.h"
@@ -574,26 +575,29 @@ static void bch_csum_bad(struct bch_target *bt, u32 inode, u64 sector,
 }
 
 /*
- * Read the checksummed range at @ptr (@bytes long) again, into memory of
- * the module's own, after its check failed in a reader's pages: 0, the
- * good data copied into @bio's data at @iter; -ESTALE if the bucket was
- * reused meanwhile; -EBADMSG if the data is bad; else the read's error.
+ * Read the checksummed range at @ptr (@bytes long, at most
+ * BCH_CSUM_MAX_SECTORS) again, into memory of the module's own, after its
+ * check failed in a reader's pages: 0, the good data copied into @bio's
+ * data at @iter; -ESTALE if the bucket was reused meanwhile; -EBADMSG if
+ * the data is bad; else the read's error. Its buffer comes from a pool,
+ * so that no memory shortage can keep a dirty read from ever completing
+ * (it would be looked up and read again and again).
  */
 static int bch_csum_reread(struct bch_cache_set *set, u64 ptr, u8 gen,
 			   u32 csum, struct bio *bio, struct bvec_iter iter,
 			   u32 bytes)
 {
-	void *buf = kvmalloc(bytes, GFP_NOIO);
+	void *buf = mempool_alloc(set->reread_pool, GFP_NOIO);
 	int r;
 
-	r = buf ? bch_meta_io(set, REQ_OP_READ, ptr, buf, bytes) : -ENOMEM;
+	r = bch_meta_io(set, REQ_OP_READ, ptr, buf, bytes);
 	if (!r && bch_ptr_stale(set, ptr, gen))
 		r = -ESTALE;
 	else if (!r && bch_crc32c(buf, bytes) != csum)
 		r = -EBADMSG;
 	else if (!r)
 		bch_buf_to_bio(bio, iter, buf, bytes);
-	kvfree(buf);
+	mempool_free(buf, set->reread_pool);
 	return r;
 }
 
@@ -615,8 +619,8 @@ static void bch_piece_bad_work(struct work_struct *work)
 	if (!p->bounced)
 		r = bch_csum_reread(set, p->ptr, p->gen, p->csum, &p->bio,
 				    p->iter, p->range << SECTOR_SHIFT);
-	/* Reused, or unknown: dirty data looked up again, clean from the origin */
-	if (r == -ESTALE || r == -ENOMEM)
+	/* Reused: dirty data looked up again, clean from the origin */
+	if (r == -ESTALE)
 		WRITE_ONCE(io->stale, 1);
 	else if (r && r != -EBADMSG)	/* as a failed read of the piece */
 		WRITE_ONCE(io->cache_error, 1);
@@ -1796,8 +1800,8 @@ static void bch_hit_bad_work(struct work_struct *work)
 	if (!r) {
 		io->kind = BCH_IO_ORIGIN;
 		bio_endio(bio);
-	} else if (io->dirty && (r == -ESTALE || r == -ENOMEM)) {
-		/* Overwritten meanwhile, or no memory: look again. */
+	} else if (io->dirty && r == -ESTALE) {
+		/* Overwritten meanwhile: look again. */
 		bch_read_again(bt, bio, io);
 	} else if (io->dirty) {
 		/* Bad or unreadable: an error, never the origin's older data. */

@@ -261,6 +261,7 @@ static void bch_set_free(struct bch_cache_set *set)
 	}
 	bch_index_free(set);
 	bch_alloc_exit(set);
+	mempool_destroy(set->reread_pool);
 	kvfree(set->uuids);
 	vfree(set->prio_buf);
 	kvfree(set->prio_chunk);
@@ -341,8 +342,10 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 		goto err;
 
 	*error = "cannot set up the cache set";
+	set->reread_pool = mempool_create_kmalloc_pool(1, BCH_CSUM_MAX_SECTORS <<
+						       SECTOR_SHIFT);
 	set->wq = alloc_workqueue("dm-bcache", WQ_MEM_RECLAIM, 0);
-	if (!set->wq) {
+	if (!set->wq || !set->reread_pool) {
 		r = -ENOMEM;
 		goto err;
 	}

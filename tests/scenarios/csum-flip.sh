@@ -74,6 +74,12 @@ e0=$(errs)
 echo 1 >$P/fail_csum_every
 check "a whole-key read, its check failing" same 0 64
 check "a read gathered from 4 keys, every check failing" same 256 256
+# Many at once: 4 readers of 1 MiB (16 keys each, every one read again),
+# more second reads than their pool holds buffers, all waiting their turn.
+check "4 readers of 1 MiB at once, every check failing" fio --name=v \
+	--filename=/dev/mapper/c --rw=read --bs=1M --size=4M --direct=1 \
+	--ioengine=libaio --iodepth=4 --numjobs=4 --loops=2 \
+	--verify=crc32c --verify_only --output=/tmp/v
 echo 0 >$P/fail_csum_every
 check_eq "nothing counted" "$e0" "$(errs)"
 
