@@ -176,10 +176,8 @@ static int open_cache(struct bch_cache *c, const char *path)
 		return -1;
 	if (bch_sb_read(&c->dev, &c->sb))
 		goto bad;
-	if (!bch_sb_validate(&c->sb, c->dev.size >> BCH_SECTOR_SHIFT)) {
-		bch_cache_sb_fields(c);
-		return 0;
-	}
+	if (!bch_sb_validate(&c->sb, c->dev.size >> BCH_SECTOR_SHIFT))
+		goto ok;
 	snprintf(why, sizeof(why), "%s", bch_strerror());
 	tmp = c->sb;
 	bch_sb_clear_root(&tmp);
@@ -187,10 +185,9 @@ static int open_cache(struct bch_cache *c, const char *path)
 	tmp.csum = htole32(bch_sb_csum(&tmp));
 	if (le32toh(c->sb.csum) == bch_sb_csum(&c->sb) &&
 	    !bch_sb_validate(&tmp, c->dev.size >> BCH_SECTOR_SHIFT)) {
-		bch_cache_sb_fields(c);
 		snprintf(S.root_why, sizeof(S.root_why), "%s", why);
 		S.index_bad = true;
-		return 0;
+		goto ok;
 	}
 	bch_err("%s", why);
 bad:
@@ -198,6 +195,14 @@ bad:
 	bch_err("%s: %s", path, why);
 	bch_dev_close(&c->dev);
 	return -1;
+ok:
+	/* Its keys may point to the other members: nothing is read. */
+	if (bch_sb_one_member(&c->sb, path, "checking")) {
+		bch_dev_close(&c->dev);
+		return -1;
+	}
+	bch_cache_sb_fields(c);
+	return 0;
 }
 
 /* The root field of the other version: zero, as reserved bytes are. */

@@ -546,6 +546,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s\n", bch_strerror());
 		return 3;
 	}
+	/* Its keys may point to the other members: nothing is read. */
+	if (bch_sb_one_member(&c.sb, argv[optind], "dumping")) {
+		fprintf(stderr, PROG ": %s\n", bch_strerror());
+		bch_cache_close(&c);
+		return 3;
+	}
 	if (bch_cache_read_meta(&c)) {
 		fprintf(stderr, PROG ": %s\n", bch_strerror());
 		bch_cache_close(&c);

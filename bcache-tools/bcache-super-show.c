@@ -158,13 +158,44 @@ static void print_slot_flags(const char *name, uint32_t flags)
 	putchar('\n');
 }
 
-/* "slot.<index>.<field>"; one name is in use at a time. */
-static const char *field(unsigned int slot, const char *f)
+/* "<kind>.<index>.<field>"; one name is in use at a time. */
+static const char *field(const char *kind, unsigned int i, const char *f)
 {
 	static char name[64];
 
-	snprintf(name, sizeof(name), "slot.%u.%s", slot, f);
+	snprintf(name, sizeof(name), "%s.%u.%s", kind, i, f);
 	return name;
+}
+
+static const char *const member_states[BCH_MEMBER_STATES] = {
+	[BCH_MEMBER_NONE]	= "none",
+	[BCH_MEMBER_ACTIVE]	= "active",
+	[BCH_MEMBER_FAILED]	= "failed",
+	[BCH_MEMBER_REMOVED]	= "removed",
+};
+
+/* Version 3: this member's index and the set's members in use or once. */
+static void print_members(const struct bch_sb_disk *sb)
+{
+	const struct bch_member_disk *m;
+	unsigned int i;
+
+	if (le32toh(sb->version) == 2)
+		return;
+	printf("sb.dev_idx\t%u\n", le32toh(sb->dev_idx));
+	for (i = 0; i < BCH_MAX_MEMBERS; i++) {
+		m = &sb->members[i];
+		if (le32toh(m->state) == BCH_MEMBER_NONE)
+			continue;
+		print_uuid(field("member", i, "uuid"), m->uuid);
+		printf("%s\t%llu\n", field("member", i, "nbuckets"),
+		       (unsigned long long)le64toh(m->nbuckets));
+		print_sectors(field("member", i, "bucket_size"),
+			      le32toh(m->bucket_size));
+		/* bch_sb_members_invalid() let no unknown state through */
+		printf("%s\t%s\n", field("member", i, "state"),
+		       member_states[le32toh(m->state)]);
+	}
 }
 
 static int print_slots(struct bch_dev *dev, uint64_t sector)
@@ -185,19 +216,19 @@ static int print_slots(struct bch_dev *dev, uint64_t sector)
 		u = &t[i];
 		if (!(le32toh(u->flags) & BCH_UUID_VALID))
 			continue;
-		print_uuid(field(i, "uuid"), u->uuid);
-		print_label(field(i, "label"), u->label, sizeof(u->label));
-		printf("%s\t%llu\n", field(i, "sectors"),
+		print_uuid(field("slot", i, "uuid"), u->uuid);
+		print_label(field("slot", i, "label"), u->label, sizeof(u->label));
+		printf("%s\t%llu\n", field("slot", i, "sectors"),
 		       (unsigned long long)le64toh(u->sectors));
-		printf("%s\t%u\n", field(i, "epoch"), le32toh(u->epoch));
-		print_slot_flags(field(i, "flags"), le32toh(u->flags));
+		printf("%s\t%u\n", field("slot", i, "epoch"), le32toh(u->epoch));
+		print_slot_flags(field("slot", i, "flags"), le32toh(u->flags));
 		if (le32toh(u->flags) & BCH_UUID_FINGERPRINT)
-			printf("%s\t0x%08x\n", field(i, "fingerprint"),
+			printf("%s\t0x%08x\n", field("slot", i, "fingerprint"),
 			       le32toh(u->fingerprint));
 		else
-			printf("%s\tnone\n", field(i, "fingerprint"));
-		print_time(field(i, "first_attach"), le64toh(u->first_attach));
-		print_time(field(i, "last_attach"), le64toh(u->last_attach));
+			printf("%s\tnone\n", field("slot", i, "fingerprint"));
+		print_time(field("slot", i, "first_attach"), le64toh(u->first_attach));
+		print_time(field("slot", i, "last_attach"), le64toh(u->last_attach));
 	}
 	return 0;
 }
@@ -266,6 +297,7 @@ int main(int argc, char **argv)
 		ret = 1;
 
 	print_root(&sb);
+	print_members(&sb);
 
 	/* A table that fails its checksum is garbage: do not decode it. */
 	if (uuids && uuid_ok && print_slots(&dev, le64toh(sb.uuid_offset[cur])))

@@ -67,6 +67,13 @@ uint32_t bch_sb_csum(const struct bch_sb_disk *sb);
 int bch_sb_read(struct bch_dev *dev, struct bch_sb_disk *sb);
 int bch_sb_validate(const struct bch_sb_disk *sb, uint64_t dev_sectors);
 int bch_sb_load(struct bch_dev *dev, struct bch_sb_disk *sb);
+/*
+ * A tool reading one device reads a set of one: a superblock (validated)
+ * naming more than one member ACTIVE or FAILED is refused, as its keys may
+ * point to the other members. @doing names what is refused ("checking").
+ */
+int bch_sb_one_member(const struct bch_sb_disk *sb, const char *path,
+		      const char *doing);
 int bch_region_csum(struct bch_dev *dev, uint64_t sector, uint64_t sectors,
 		    uint32_t *csum);
 

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-/* make-bcache: format a dm-bcache cache device. */
+/*
+ * make-bcache: format a dm-bcache cache device, or several as the members
+ * of one cache set (format version 3).
+ */
 #include <ctype.h>
 #include <endian.h>
 #include <errno.h>
@@ -7,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "lib.h"
@@ -23,14 +27,25 @@ struct opts {
 	uint32_t	version;	/* of the format */
 	bool		wipe;
 	bool		quiet;
-	const char	*path;
+	const char	*paths[BCH_MAX_MEMBERS];
+	unsigned int	ndevs;
+};
+
+/* One device being formatted: member idx of the set. */
+struct member {
+	struct bch_dev		dev;
+	struct stat		st;		/* of the opened file */
+	uint64_t		sectors, nbuckets;
+	bool			has_sb;		/* an old superblock to wipe */
+	struct bch_sb_disk	sb;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: " PROG " [options] <device>\n"
-		"Format <device> as a dm-bcache cache device.\n\n"
+		"Usage: " PROG " [options] <device> [<device>...]\n"
+		"Format <device> as a dm-bcache cache device; several devices\n"
+		"(at most %u) as the members of one cache set.\n\n"
 		"  -b, --bucket SIZE     bucket size (default 512k)\n"
 		"  -w, --block SIZE      block size (default 4k)\n"
 		"  -j, --journal-buckets N\n"
@@ -45,8 +60,8 @@ static void usage(FILE *f)
 		"  -q, --quiet           print nothing on success\n"
 		"  -h, --help            show this help\n\n"
 		"SIZE is in bytes, or with a binary suffix: 4k, 512k, 1M, 1G.\n",
-		BCH_MIN_JOURNAL_BUCKETS, BCH_MAX_JOURNAL_BUCKETS, BCH_SB_VERSION,
-		BCH_SB_VERSION_MIN);
+		BCH_MAX_MEMBERS, BCH_MIN_JOURNAL_BUCKETS, BCH_MAX_JOURNAL_BUCKETS,
+		BCH_SB_VERSION, BCH_SB_VERSION_MIN);
 }
 
 static int fail(const char *msg)
@@ -142,13 +157,20 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			return 2;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, PROG ": %s\n",
-			optind == argc ? "no device given" : "too many arguments");
+	if (optind == argc) {
+		fprintf(stderr, PROG ": no device given\n");
 		usage(stderr);
 		return 2;
 	}
-	o->path = argv[optind];
+	if (argc - optind > BCH_MAX_MEMBERS) {
+		fprintf(stderr, PROG ": %d devices given: a set has at most %u members\n",
+			argc - optind, BCH_MAX_MEMBERS);
+		return 1;
+	}
+	if (argc - optind > 1 && o->version == 2)
+		return fail("a set of several devices needs format version 3");
+	while (optind < argc)
+		o->paths[o->ndevs++] = argv[optind++];
 	return 0;
 }
 
@@ -215,7 +237,7 @@ static uint64_t min_device_bytes(const struct opts *o, uint32_t bucket_size)
 }
 
 static void build_sb(struct bch_sb_disk *sb, const struct opts *o,
-		     uint64_t dev_sectors, uint64_t nbuckets)
+		     uint64_t dev_sectors, uint64_t nbuckets, time_t now)
 {
 	uint32_t bucket_size = o->bucket >> BCH_SECTOR_SHIFT;
 	uint64_t prio = bch_prio_sectors(nbuckets);
@@ -228,7 +250,7 @@ static void build_sb(struct bch_sb_disk *sb, const struct opts *o,
 	memcpy(sb->label, o->label, strlen(o->label));
 	sb->flags = htole64(BCH_SB_CLEAN);
 	sb->seq = htole64(1);
-	sb->created = htole64(time(NULL));
+	sb->created = htole64(now);
 	sb->block_size = htole32(o->block >> BCH_SECTOR_SHIFT);
 	sb->bucket_size = htole32(bucket_size);
 	sb->nbuckets = htole64(nbuckets);
@@ -245,6 +267,30 @@ static void build_sb(struct bch_sb_disk *sb, const struct opts *o,
 	sb->journal_buckets = htole32(journal_buckets(o, nbuckets));
 	sb->journal_seq = htole64(1);
 	sb->journal_pos = 0;
+}
+
+/*
+ * Version 3: the member table, alike in every member's superblock but for
+ * dev_idx: member i is the i-th device named, each ACTIVE with its own
+ * uuid and geometry. A single device is a set of one.
+ */
+static void build_members(struct member *m, unsigned int n)
+{
+	struct bch_sb_disk *sb;
+	unsigned int i, j;
+
+	for (i = 0; i < n; i++) {
+		sb = &m[i].sb;
+		if (le32toh(sb->version) == 2)
+			return;
+		sb->dev_idx = htole32(i);
+		for (j = 0; j < n; j++) {
+			memcpy(sb->members[j].uuid, m[j].sb.uuid, 16);
+			sb->members[j].nbuckets = m[j].sb.nbuckets;
+			sb->members[j].bucket_size = m[j].sb.bucket_size;
+			sb->members[j].state = htole32(BCH_MEMBER_ACTIVE);
+		}
+	}
 }
 
 /*
@@ -321,34 +367,44 @@ static int write_journal(struct bch_dev *dev, const struct bch_sb_disk *sb)
 	return 0;
 }
 
-/* Refuse to clobber an existing cache unless asked; then kill it first. */
-static int check_old_sb(struct bch_dev *dev, const struct opts *o)
+/* Refuse to clobber an existing cache unless asked; note it for wipe_old_sb(). */
+static int check_old_sb(struct member *m, const struct opts *o)
 {
-	static uint8_t zero[BCH_SB_OFFSET + BCH_SB_SIZE];
 	struct bch_sb_disk old;
 	char uuid[BCH_UUID_STR_LEN];
 
-	if (bch_sb_read(dev, &old))
+	if (bch_sb_read(&m->dev, &old))
 		return fail(bch_strerror());
-	if (!bch_sb_has_magic(&old))
-		return 0;
-	if (!o->wipe) {
+	m->has_sb = bch_sb_has_magic(&old);
+	if (m->has_sb && !o->wipe) {
 		bch_uuid_format(old.set_uuid, uuid);
 		fprintf(stderr, PROG ": %s already holds a dm-bcache superblock (cache set %s); use --wipe to overwrite it\n",
-			dev->path, uuid);
+			m->dev.path, uuid);
 		return 1;
 	}
-	/*
-	 * Sectors 0..7 go too: they may hold stale data from the old cache's
-	 * life. Flushed before anything else so a format that dies halfway
-	 * leaves no superblock pointing at half-written metadata.
-	 */
-	if (bch_pwrite_all(dev, zero, sizeof(zero), 0) || bch_dev_sync(dev))
+	return 0;
+}
+
+/*
+ * Sectors 0..7 go too: they may hold stale data from the old cache's
+ * life. Flushed before anything else so a format that dies halfway
+ * leaves no superblock pointing at half-written metadata.
+ */
+static int wipe_old_sb(struct member *m)
+{
+	static uint8_t zero[BCH_SB_OFFSET + BCH_SB_SIZE];
+
+	if (!m->has_sb)
+		return 0;
+	if (bch_pwrite_all(&m->dev, zero, sizeof(zero), 0) ||
+	    bch_dev_sync(&m->dev))
 		return fail(bch_strerror());
 	return 0;
 }
 
-static void summary(const struct bch_sb_disk *sb, const char *path)
+/* One device's summary; @n members: which one this is if several. */
+static void summary(const struct bch_sb_disk *sb, const char *path,
+		    unsigned int n)
 {
 	uint64_t data = le64toh(sb->nbuckets) - le64toh(sb->first_bucket) -
 			le32toh(sb->journal_buckets);
@@ -360,15 +416,17 @@ static void summary(const struct bch_sb_disk *sb, const char *path)
 	bch_format_size(data * bucket, size);
 	printf("%s: dm-bcache cache device\n"
 	       "  uuid          %s\n"
-	       "  set uuid      %s\n"
-	       "  label         %s\n"
+	       "  set uuid      %s\n", path, u, s);
+	if (n > 1)
+		printf("  member        %u of %u\n", le32toh(sb->dev_idx), n);
+	printf("  label         %s\n"
 	       "  block size    %u bytes\n"
 	       "  bucket size   %llu bytes\n"
 	       "  nbuckets      %llu\n"
 	       "  first bucket  %llu\n"
 	       "  journal       %u buckets from bucket %llu\n"
 	       "  data capacity %llu buckets, %llu bytes (%s)\n",
-	       path, u, s, (const char *)sb->label,
+	       (const char *)sb->label,
 	       le32toh(sb->block_size) << BCH_SECTOR_SHIFT,
 	       (unsigned long long)bucket,
 	       (unsigned long long)le64toh(sb->nbuckets),
@@ -379,14 +437,118 @@ static void summary(const struct bch_sb_disk *sb, const char *path)
 	       (unsigned long long)(data * bucket), size);
 }
 
+/* The same file or block device as one opened before it? */
+static bool same_dev(const struct stat *a, const struct stat *b)
+{
+	if (S_ISBLK(a->st_mode) && S_ISBLK(b->st_mode))
+		return a->st_rdev == b->st_rdev;
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+static int check_twice(const struct member *m, unsigned int i,
+		       const struct stat *st)
+{
+	unsigned int j;
+
+	for (j = 0; j < i; j++) {
+		if (!same_dev(&m[j].st, st))
+			continue;
+		fprintf(stderr, PROG ": %s and %s are the same device: a device can be a member only once\n",
+			m[j].dev.path, m[i].dev.path);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Open member @i, not the same device as one before it. The path is
+ * looked at before the open too: a block device opened exclusively
+ * cannot be opened again to be compared.
+ */
+static int open_member(struct member *m, unsigned int i, const char *path)
+{
+	struct member *d = &m[i];
+	struct stat st;
+
+	d->dev.fd = -1;
+	d->dev.path = path;
+	if (!stat(path, &st) && check_twice(m, i, &st))
+		return 1;
+	if (bch_dev_open(&d->dev, path, true))
+		return fail(bch_strerror());
+	if (fstat(d->dev.fd, &d->st)) {
+		fprintf(stderr, PROG ": cannot stat %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	return check_twice(m, i, &d->st);
+}
+
+/* Can @d take the format asked for? Nothing is written. */
+static int check_member(struct member *d, const struct opts *o)
+{
+	const char *path = d->dev.path;
+	uint32_t bucket_size = o->bucket >> BCH_SECTOR_SHIFT;
+	char need[BCH_SIZE_STR_LEN];
+
+	if (d->dev.lbs > o->block) {
+		fprintf(stderr, PROG ": block size %llu is smaller than the logical block size %u of %s\n",
+			(unsigned long long)o->block, d->dev.lbs, path);
+		return 1;
+	}
+
+	d->sectors = d->dev.size >> BCH_SECTOR_SHIFT;
+	d->nbuckets = d->sectors / bucket_size;
+	if (d->nbuckets > BCH_MAX_BUCKETS) {
+		fprintf(stderr, PROG ": %s has %llu buckets, more than the maximum %llu; use a larger --bucket\n",
+			path, (unsigned long long)d->nbuckets,
+			(unsigned long long)BCH_MAX_BUCKETS);
+		return 1;
+	}
+	if (!layout_fits(o, d->nbuckets, bucket_size)) {
+		bch_format_size(min_device_bytes(o, bucket_size), need);
+		fprintf(stderr, PROG ": %s is too small (%llu bytes): with %llu byte buckets and %s journal it must be at least %llu bytes (%s)\n",
+			path, (unsigned long long)d->dev.size,
+			(unsigned long long)o->bucket,
+			o->journal ? "this" : "the default",
+			(unsigned long long)min_device_bytes(o, bucket_size), need);
+		return 1;
+	}
+	return check_old_sb(d, o);
+}
+
+/* Everything but the superblock, which must not reach the disk before it. */
+static int write_meta(struct member *m)
+{
+	uint32_t csum;
+
+	if (write_prios(&m->dev, &m->sb, &csum) ||
+	    write_journal(&m->dev, &m->sb))
+		return -1;
+	/* Both copies are written alike: either can be fallen back to. */
+	m->sb.prio_csum = htole32(csum);
+	m->sb.prio_csum_other = m->sb.prio_csum;
+	if (write_uuids(&m->dev, &m->sb, &csum))
+		return -1;
+	m->sb.uuid_csum = htole32(csum);
+	m->sb.uuid_csum_other = m->sb.uuid_csum;
+	return bch_dev_sync(&m->dev);
+}
+
+static int write_sb(struct member *m)
+{
+	m->sb.csum = htole32(bch_sb_csum(&m->sb));
+	if (bch_pwrite_all(&m->dev, &m->sb, sizeof(m->sb), BCH_SB_OFFSET) ||
+	    bch_dev_sync(&m->dev))
+		return -1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	static struct member m[BCH_MAX_MEMBERS];
 	struct opts o = { 0 };
-	struct bch_sb_disk sb;
-	struct bch_dev dev;
-	uint64_t sectors, nbuckets;
-	uint32_t bucket_size, csum;
-	char need[BCH_SIZE_STR_LEN];
+	time_t now = time(NULL);
+	unsigned int i, n;
 	int ret;
 
 	ret = parse_opts(argc, argv, &o);
@@ -398,67 +560,46 @@ int main(int argc, char **argv)
 	if (!o.have_set_uuid && bch_uuid_generate(o.set_uuid))
 		return fail(bch_strerror());
 
-	if (bch_dev_open(&dev, o.path, true))
-		return fail(bch_strerror());
+	/* Every device is checked before anything is written to any. */
+	for (n = 0; n < o.ndevs; n++) {
+		ret = open_member(m, n, o.paths[n]);
+		if (ret) {
+			n++;
+			goto out;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		ret = check_member(&m[i], &o);
+		if (ret)
+			goto out;
+	}
 	ret = 1;
-	if (dev.lbs > o.block) {
-		fprintf(stderr, PROG ": block size %llu is smaller than the logical block size %u of %s\n",
-			(unsigned long long)o.block, dev.lbs, o.path);
-		goto out;
+	for (i = 0; i < n; i++)
+		if (wipe_old_sb(&m[i]))
+			goto out;
+
+	for (i = 0; i < n; i++) {
+		build_sb(&m[i].sb, &o, m[i].sectors, m[i].nbuckets, now);
+		if (bch_uuid_generate(m[i].sb.uuid))
+			goto err;
 	}
-
-	bucket_size = o.bucket >> BCH_SECTOR_SHIFT;
-	sectors = dev.size >> BCH_SECTOR_SHIFT;
-	nbuckets = sectors / bucket_size;
-	if (nbuckets > BCH_MAX_BUCKETS) {
-		fprintf(stderr, PROG ": %s has %llu buckets, more than the maximum %llu; use a larger --bucket\n",
-			o.path, (unsigned long long)nbuckets,
-			(unsigned long long)BCH_MAX_BUCKETS);
-		goto out;
-	}
-	if (!layout_fits(&o, nbuckets, bucket_size)) {
-		bch_format_size(min_device_bytes(&o, bucket_size), need);
-		fprintf(stderr, PROG ": %s is too small (%llu bytes): with %llu byte buckets and %s journal it must be at least %llu bytes (%s)\n",
-			o.path, (unsigned long long)dev.size,
-			(unsigned long long)o.bucket,
-			o.journal ? "this" : "the default",
-			(unsigned long long)min_device_bytes(&o, bucket_size), need);
-		goto out;
-	}
-
-	ret = check_old_sb(&dev, &o);
-	if (ret)
-		goto out;
-	ret = 1;
-
-	build_sb(&sb, &o, sectors, nbuckets);
-	if (bch_uuid_generate(sb.uuid) ||
-	    write_prios(&dev, &sb, &csum) ||
-	    write_journal(&dev, &sb))
-		goto err;
-	/* Both copies are written alike: either can be fallen back to. */
-	sb.prio_csum = htole32(csum);
-	sb.prio_csum_other = sb.prio_csum;
-	if (write_uuids(&dev, &sb, &csum))
-		goto err;
-	sb.uuid_csum = htole32(csum);
-	sb.uuid_csum_other = sb.uuid_csum;
-
-	/* The superblock must never reach the disk before what it names. */
-	if (bch_dev_sync(&dev))
-		goto err;
-	sb.csum = htole32(bch_sb_csum(&sb));
-	if (bch_pwrite_all(&dev, &sb, sizeof(sb), BCH_SB_OFFSET) ||
-	    bch_dev_sync(&dev))
-		goto err;
+	build_members(m, n);
+	for (i = 0; i < n; i++)
+		if (write_meta(&m[i]))
+			goto err;
+	for (i = 0; i < n; i++)
+		if (write_sb(&m[i]))
+			goto err;
 
 	if (!o.quiet)
-		summary(&sb, o.path);
+		for (i = 0; i < n; i++)
+			summary(&m[i].sb, m[i].dev.path, n);
 	ret = 0;
 	goto out;
 err:
 	fail(bch_strerror());
 out:
-	bch_dev_close(&dev);
+	for (i = 0; i < n; i++)
+		bch_dev_close(&m[i].dev);
 	return ret;
 }

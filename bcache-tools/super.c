@@ -132,6 +132,7 @@ int bch_sb_validate(const struct bch_sb_disk *sb, uint64_t dev_sectors)
 	uint64_t nbuckets = le64toh(sb->nbuckets);
 	uint64_t first_bucket = le64toh(sb->first_bucket);
 	uint64_t sb_sectors = le64toh(sb->device_sectors);
+	const char *why;
 	uint32_t csum;
 
 	if (!bch_sb_has_magic(sb))
@@ -193,6 +194,9 @@ int bch_sb_validate(const struct bch_sb_disk *sb, uint64_t dev_sectors)
 			       le32toh(sb->uuid_current));
 	if (check_journal(sb))
 		return -1;
+	why = bch_sb_members_invalid(sb);
+	if (why)
+		return bch_err("%s", why);
 	return check_root(sb);
 }
 
@@ -202,6 +206,18 @@ int bch_sb_load(struct bch_dev *dev, struct bch_sb_disk *sb)
 	if (bch_sb_read(dev, sb))
 		return -1;
 	return bch_sb_validate(sb, dev->size >> BCH_SECTOR_SHIFT);
+}
+
+int bch_sb_one_member(const struct bch_sb_disk *sb, const char *path,
+		      const char *doing)
+{
+	unsigned int n = bch_sb_members(sb, BCH_MEMBER_ACTIVE) +
+			 bch_sb_members(sb, BCH_MEMBER_FAILED);
+
+	if (le32toh(sb->version) == 2 || n <= 1)
+		return 0;
+	return bch_err("%s is member %u of a set of %u members: %s a set of several devices is not supported yet",
+		       path, le32toh(sb->dev_idx), n, doing);
 }
 
 /* Checksum of a metadata region, read in chunks to bound memory. */

@@ -39,7 +39,10 @@
  *   BCH_MIN_JOURNAL_BUCKETS to BCH_MAX_JOURNAL_BUCKETS buckets and leaves
  *   at least BCH_MIN_DATA_BUCKETS others; make-bcache puts it at
  *   first_bucket and starts it empty: journal_seq 1, journal_pos 0;
- * - reserved bytes are written as zero.
+ * - reserved bytes are written as zero;
+ * - version 3: a set of one or more members (cache devices), each laid
+ *   out as above with its own superblock; bch_sb_members_invalid() is
+ *   the rule for the member table every superblock carries.
  */
 #ifndef _BCACHE_ONDISK_H
 #define _BCACHE_ONDISK_H
@@ -50,6 +53,7 @@
 #include <linux/build_bug.h>
 #include <linux/compiler.h>
 #include <linux/stddef.h>
+#include <linux/string.h>
 #include <asm/byteorder.h>
 #define bch_le16(x)	le16_to_cpu(x)
 #define bch_le32(x)	le32_to_cpu(x)
@@ -61,6 +65,7 @@
 #include <assert.h>
 #include <endian.h>
 #include <stddef.h>
+#include <string.h>
 #define __packed	__attribute__((packed))
 #ifndef BIT
 #define BIT(n)		(1U << (n))
@@ -187,6 +192,23 @@ static inline __u64 bch_ptr_loc(__u64 p)
 #define BCH_INODE_SLOT_BITS	8
 #define BCH_INODE_EPOCH_MAX	((1U << (32 - BCH_INODE_SLOT_BITS)) - 1)
 
+/*
+ * A member of a version 3 cache set, as every member's superblock names
+ * it. The newest superblock among the members decides which are ACTIVE.
+ */
+struct bch_member_disk {
+	__u8	uuid[16];	/* the member's superblock uuid */
+	__le64	nbuckets;
+	__le32	bucket_size;
+	__le32	state;		/* BCH_MEMBER_* */
+} __packed;
+
+#define BCH_MEMBER_NONE		0	/* no member has this index */
+#define BCH_MEMBER_ACTIVE	1	/* in use */
+#define BCH_MEMBER_FAILED	2	/* lost: its pointers are ignored */
+#define BCH_MEMBER_REMOVED	3	/* failed, no pointer left: reusable */
+#define BCH_MEMBER_STATES	4
+
 struct bch_sb_disk {
 	__le32	csum;		/* crc32c of bytes [4, BCH_SB_SIZE) */
 	__le32	version;
@@ -237,7 +259,17 @@ struct bch_sb_disk {
 	/* Version 3: the checkpoint's root (btree_root is zero). */
 	struct bch_bkey3_disk btree_root3;
 
-	__u8	reserved[BCH_SB_SIZE - 344];
+	/*
+	 * Version 3: the set's members. Every member's superblock carries
+	 * the whole table; the fields above that describe a device (uuid,
+	 * sizes, bucket arrays, journal ring) are this member's (dev_idx).
+	 * Version 2: all zero.
+	 */
+	__le32	dev_idx;
+	__le32	members_pad;
+	struct bch_member_disk members[BCH_MAX_MEMBERS];
+
+	__u8	reserved[BCH_SB_SIZE - 608];
 } __packed;
 
 /* One entry per bucket, on disk next to the superblock. */
@@ -359,6 +391,8 @@ static inline int bch_bucket_state_valid(const struct bch_sb_disk *sb)
 static_assert(sizeof(struct bch_bkey_disk) == BCH_KEY_BYTES_V2, "bkey size");
 static_assert(sizeof(struct bch_bkey3_disk) == BCH_KEY_BYTES_V3, "bkey3 size");
 static_assert(sizeof(struct bch_sb_disk) == BCH_SB_SIZE, "sb size");
+static_assert(sizeof(struct bch_member_disk) == 32, "member size");
+static_assert(offsetof(struct bch_sb_disk, members) == 352, "member table");
 static_assert(sizeof(struct bch_bucket_disk) == 4, "bucket size");
 static_assert(sizeof(struct bch_uuid_disk) == 128, "uuid slot size");
 static_assert(sizeof(struct bch_bset_disk) == 32, "bset header size");
@@ -595,6 +629,65 @@ static inline void bch_sb_geom(const struct bch_sb_disk *sb, struct bch_member_g
 	g->first_bucket = bch_le64(sb->first_bucket);
 	g->nbuckets = bch_le64(sb->nbuckets);
 	g->journal_first = bch_le64(sb->journal_first);
+}
+
+/*
+ * The rule for the member table: why the superblock cannot be trusted, or
+ * NULL. Version 2 has none (all zero). In version 3 this member (dev_idx)
+ * is ACTIVE and its entry is the superblock's own uuid and geometry;
+ * every entry is in a known state; every member that is or was in use
+ * has the set's bucket size (nodes are a bucket, whichever member holds
+ * them), a bucket count and a distinct uuid. This member's geometry is
+ * checked first by the caller.
+ */
+static inline const char *bch_sb_members_invalid(const struct bch_sb_disk *sb)
+{
+	static const __u8 zero[sizeof(sb->members)];
+	__u32 idx = bch_le32(sb->dev_idx);
+	const struct bch_member_disk *me;
+	unsigned int i, j;
+
+	if (bch_le32(sb->version) == 2)
+		return sb->dev_idx || sb->members_pad ||
+		       memcmp(sb->members, zero, sizeof(zero)) ?
+		       "version 2 superblock has a member table" : NULL;
+	if (idx >= BCH_MAX_MEMBERS || sb->members_pad)
+		return "superblock has a bad member index";
+	me = &sb->members[idx];
+	if (bch_le32(me->state) != BCH_MEMBER_ACTIVE ||
+	    memcmp(me->uuid, sb->uuid, 16) || me->nbuckets != sb->nbuckets ||
+	    me->bucket_size != sb->bucket_size)
+		return "member table disagrees with its own superblock";
+	for (i = 0; i < BCH_MAX_MEMBERS; i++) {
+		const struct bch_member_disk *m = &sb->members[i];
+		__u32 state = bch_le32(m->state), bucket = bch_le32(m->bucket_size);
+		__u64 n = bch_le64(m->nbuckets);
+
+		if (state >= BCH_MEMBER_STATES)
+			return "member table has a member in an unknown state";
+		if (state != BCH_MEMBER_ACTIVE && state != BCH_MEMBER_FAILED)
+			continue;
+		if (bucket != bch_le32(sb->bucket_size))
+			return "member table has a member of another bucket size";
+		if (!n || n > BCH_MAX_BUCKETS)
+			return "member table has a member of bad geometry";
+		for (j = 0; j < i; j++)
+			if (sb->members[j].state != bch_cpu32(BCH_MEMBER_NONE) &&
+			    !memcmp(sb->members[j].uuid, m->uuid, 16))
+				return "member table names one device twice";
+	}
+	return NULL;
+}
+
+/* Members in use (ACTIVE) and ever in use but lost (FAILED). */
+static inline unsigned int bch_sb_members(const struct bch_sb_disk *sb,
+					  __u32 state)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < BCH_MAX_MEMBERS; i++)
+		n += bch_le32(sb->members[i].state) == state;
+	return n;
 }
 
 static inline __u32 bch_sb_key_bytes(const struct bch_sb_disk *sb)

@@ -202,6 +202,7 @@ static const char *bch_sb_validate(struct bch_cache_set *set,
 	u32 bucket = le32_to_cpu(sb->bucket_size);
 	u64 nbuckets = le64_to_cpu(sb->nbuckets);
 	u64 prio_sectors, uuid_sectors, meta;
+	const char *why;
 
 	if (memcmp(sb->magic, BCH_SB_MAGIC, BCH_MAGIC_LEN))
 		return "cache device has no dm-bcache superblock (bad magic)";
@@ -238,7 +239,13 @@ static const char *bch_sb_validate(struct bch_cache_set *set,
 	    le64_to_cpu(sb->uuid_offset[1]) != meta + uuid_sectors ||
 	    le32_to_cpu(sb->uuid_current) > 1)
 		return "cache superblock has a bad UUID table layout";
-	return bch_sb_validate_journal(sb, nbuckets, bucket, block);
+	why = bch_sb_validate_journal(sb, nbuckets, bucket, block);
+	if (!why)
+		why = bch_sb_members_invalid(sb);
+	if (!why && bch_sb_members(sb, BCH_MEMBER_ACTIVE) +
+		    bch_sb_members(sb, BCH_MEMBER_FAILED) > 1)
+		why = "cache device is one member of a set of several: not supported yet";
+	return why;
 }
 
 static void bch_set_free(struct bch_cache_set *set)

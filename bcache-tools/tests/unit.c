@@ -527,7 +527,7 @@ static void test_make_errors(void)
 	check(access(tpath("missing"), F_OK), "missing file not created");
 	make_fails(2, "--help", "--bogus", s, NULL);
 	make_fails(2, "no device given", "-q", NULL);
-	make_fails(2, "too many arguments", s, s, NULL);
+	make_fails(1, "are the same device", s, s, NULL);
 	check(run("make-bcache", "-h", NULL) == 0 && has(out, "--wipe") &&
 	      has(out, "--journal-buckets N"),
 	      "make-bcache -h: exit 0, usage on stdout");
@@ -778,6 +778,380 @@ static void test_root(void)
 	unlink(b);
 }
 
+/* crc32c of a whole file: to tell that a refused run left it alone. */
+static uint32_t file_sum(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st)) {
+		perror(path);
+		exit(1);
+	}
+	return region_csum(path, 0, st.st_size >> BCH_SECTOR_SHIFT);
+}
+
+/*
+ * The @n files of a set just formatted: each superblock names itself
+ * (dev_idx) and carries the same table of every member, ACTIVE, with its
+ * own uuid and geometry; the other entries are zero.
+ */
+static void check_set(const char *const *p, unsigned int n)
+{
+	static const uint8_t zero[sizeof(struct bch_member_disk)];
+	struct bch_sb_disk sb[BCH_MAX_MEMBERS];
+	const struct bch_member_disk *m;
+	unsigned int i, j;
+	bool ok;
+
+	for (i = 0; i < n; i++)
+		read_sb(p[i], &sb[i]);
+	for (i = 0; i < n; i++) {
+		check(le32toh(sb[i].dev_idx) == i && !sb[i].members_pad,
+		      "set of %u: member %u has dev_idx %u", n, i, i);
+		check(!memcmp(sb[i].set_uuid, sb[0].set_uuid, 16),
+		      "set of %u: member %u shares the set uuid", n, i);
+		check(!memcmp(sb[i].members, sb[0].members, sizeof(sb[0].members)),
+		      "set of %u: member %u carries the same member table", n, i);
+		check(bch_sb_members(&sb[i], BCH_MEMBER_ACTIVE) == n &&
+		      bch_sb_members(&sb[i], BCH_MEMBER_NONE) == BCH_MAX_MEMBERS - n,
+		      "set of %u: member %u's table has %u members ACTIVE", n, i, n);
+	}
+	for (j = 0; j < BCH_MAX_MEMBERS; j++) {
+		m = &sb[0].members[j];
+		if (j >= n) {
+			check(!memcmp(m, zero, sizeof(zero)),
+			      "set of %u: entry %u is zero", n, j);
+			continue;
+		}
+		ok = true;
+		for (i = 0; i < j; i++)
+			if (!memcmp(sb[i].uuid, sb[j].uuid, 16))
+				ok = false;
+		check(ok && !memcmp(m->uuid, sb[j].uuid, 16) &&
+		      m->nbuckets == sb[j].nbuckets &&
+		      m->bucket_size == sb[j].bucket_size &&
+		      le32toh(m->state) == BCH_MEMBER_ACTIVE,
+		      "set of %u: entry %u is member %u's own uuid (distinct) and geometry, ACTIVE",
+		      n, j, j);
+	}
+}
+
+static void test_set_format(void)
+{
+	const char *p[BCH_MAX_MEMBERS];
+	const uint64_t size[3] = { 64 * MiB, 32 * MiB, 48 * MiB + 4096 };
+	struct bch_sb_disk sb[3];
+	char name[16], want[512], u[BCH_UUID_STR_LEN];
+	time_t t0 = time(NULL);
+	unsigned int i;
+	bool ok;
+	int rc;
+
+	for (i = 0; i < BCH_MAX_MEMBERS; i++) {
+		snprintf(name, sizeof(name), "member%u", i);
+		p[i] = tpath(name);
+	}
+	for (i = 0; i < 3; i++)
+		make_file(p[i], size[i]);
+
+	check(run("make-bcache", "-q", "-l", "cache one", "--cset-uuid", SET_UUID,
+		  p[0], p[1], NULL) == 0 && !out[0] && !err[0],
+	      "make-bcache of two devices, quiet: exit 0, silent");
+	for (i = 0; i < 2; i++)
+		check_layout(p[i], 8, 1024, size[i], t0);
+	check_set(p, 2);
+
+	/* neither member can be read alone: their keys may point to the other */
+	for (i = 0; i < 2; i++) {
+		snprintf(want, sizeof(want),
+			 "bcache-check: %s is member %u of a set of 2 members: checking a set of several devices is not supported yet\n",
+			 p[i], i);
+		rc = run("bcache-check", p[i], NULL);
+		if (!check(rc == 3 && !strcmp(err, want) && !out[0],
+			   "bcache-check on member %u of a set of 2: exit 3, refused in one line", i))
+			printf("     got %d: %s%s", rc, out, err);
+	}
+	check(run("bcache-check", "-q", p[1], NULL) == 3 && !out[0] && !err[0],
+	      "bcache-check -q on a member of a set of 2: exit 3, silent");
+	check(run("bcache-check", "--repair", p[1], NULL) == 3 &&
+	      has(err, "is member 1 of a set of 2 members"),
+	      "bcache-check --repair on a member of a set of 2: exit 3");
+	check(run("bcache-dump", p[0], NULL) == 3 && !out[0] &&
+	      has(err, "bcache-dump: ") &&
+	      has(err, "is member 0 of a set of 2 members: dumping a set of several devices is not supported yet\n"),
+	      "bcache-dump on a member of a set of 2: exit 3, refused");
+
+	/* one member left in use (the other removed): a set of one again */
+	read_sb(p[1], &sb[1]);
+	sb[1].members[0].state = htole32(BCH_MEMBER_REMOVED);
+	write_sb(p[1], &sb[1]);
+	check(run("bcache-check", p[1], NULL) == 0 && has(out, "consistent"),
+	      "bcache-check on a member whose other member is REMOVED: checked, exit 0");
+	check(run("bcache-super-show", p[1], NULL) == 0 &&
+	      has(out, "sb.dev_idx\t1\n") &&
+	      has(out, "member.0.state\tremoved\n") &&
+	      has(out, "member.1.state\tactive\n"),
+	      "super-show: a REMOVED member printed as removed");
+	sb[1].members[0].state = htole32(BCH_MEMBER_FAILED);
+	write_sb(p[1], &sb[1]);
+	check(run("bcache-check", p[1], NULL) == 3 &&
+	      has(err, "is member 1 of a set of 2 members: checking"),
+	      "bcache-check on a member whose other member is FAILED: refused");
+	check(run("bcache-super-show", p[1], NULL) == 0 &&
+	      has(out, "member.0.state\tfailed\n"),
+	      "super-show: a FAILED member printed as failed");
+
+	/* three, each of its own size, 256k buckets, with the summary */
+	rc = run("make-bcache", "--wipe", "-b", "256k", "-l", "cache one",
+		 "--cset-uuid", SET_UUID, p[0], p[1], p[2], NULL);
+	if (!check(rc == 0 && !err[0], "make-bcache of three devices: exit 0"))
+		printf("     got %d: %s", rc, err);
+	for (i = 0; i < 3; i++)
+		check_layout(p[i], 8, 512, size[i], t0);
+	check_set(p, 3);
+	ok = true;
+	for (i = 0; i < 3; i++) {
+		read_sb(p[i], &sb[i]);
+		bch_uuid_format(sb[i].uuid, u);
+		snprintf(want, sizeof(want),
+			 "%s: dm-bcache cache device\n  uuid          %s\n"
+			 "  set uuid      " SET_UUID "\n  member        %u of 3\n"
+			 "  label         cache one\n", p[i], u, i);
+		if (!has(out, want))
+			ok = false;
+	}
+	check(ok && has(out, "  nbuckets      256\n") &&
+	      has(out, "  nbuckets      128\n") && has(out, "  nbuckets      192\n"),
+	      "the summary lists every member, in order, each with its geometry");
+
+	check(run("bcache-super-show", p[1], NULL) == 0,
+	      "super-show on member 1 of 3: exit 0");
+	ok = has(out, "sb.dev_idx\t1\n") && !has(out, "member.3.");
+	for (i = 0; i < 3; i++) {
+		bch_uuid_format(sb[i].uuid, u);
+		snprintf(want, sizeof(want),
+			 "member.%u.uuid\t%s\nmember.%u.nbuckets\t%llu\n"
+			 "member.%u.bucket_size\t262144 (512 sectors)\n"
+			 "member.%u.state\tactive\n", i, u, i,
+			 (unsigned long long)le64toh(sb[i].nbuckets), i, i);
+		if (!has(out, want))
+			ok = false;
+	}
+	check(ok, "... prints dev_idx and the three members' lines, nothing for the others");
+
+	/* eight, the most a set has */
+	for (i = 0; i < BCH_MAX_MEMBERS; i++)
+		make_file(p[i], 12 * MiB);
+	check(run("make-bcache", "-q", "--cset-uuid", SET_UUID, p[0], p[1], p[2],
+		  p[3], p[4], p[5], p[6], p[7], NULL) == 0,
+	      "make-bcache of eight devices: exit 0");
+	check_set(p, BCH_MAX_MEMBERS);
+	check(run("bcache-super-show", p[7], NULL) == 0 &&
+	      has(out, "sb.dev_idx\t7\n") && has(out, "member.7.state\tactive\n"),
+	      "super-show on member 7 of 8");
+	for (i = 0; i < BCH_MAX_MEMBERS; i++)
+		unlink(p[i]);
+}
+
+/* Some bytes in every sector a format would write first or wipe. */
+static void scribble(const char *path, uint64_t size)
+{
+	static char buf[BCH_SB_OFFSET + BCH_SB_SIZE];
+
+	make_file(path, size);
+	memset(buf, 'P', sizeof(buf));
+	rw_file(path, buf, sizeof(buf), 0, true);
+}
+
+/* Refused sets: the devices are all checked before any is written. */
+static void test_set_errors(void)
+{
+	const char *d[BCH_MAX_MEMBERS + 1], *s = tpath("small");
+	const char *hard = tpath("hardlink"), *sym = tpath("symlink");
+	uint32_t sum[BCH_MAX_MEMBERS + 1];
+	char name[16];
+	unsigned int i;
+	bool same;
+
+	for (i = 0; i <= BCH_MAX_MEMBERS; i++) {
+		snprintf(name, sizeof(name), "dev%u", i);
+		d[i] = tpath(name);
+		scribble(d[i], 12 * MiB);
+		sum[i] = file_sum(d[i]);
+	}
+#define UNCHANGED(n, what) do {						\
+		same = true;						\
+		for (i = 0; i < (n); i++)				\
+			same &= file_sum(d[i]) == sum[i];		\
+		check(same, "%s: the devices are left as they were", what); \
+	} while (0)
+
+	make_fails(1, "9 devices given: a set has at most 8 members", d[0], d[1],
+		   d[2], d[3], d[4], d[5], d[6], d[7], d[8], NULL);
+	UNCHANGED(BCH_MAX_MEMBERS + 1, "nine devices");
+	make_fails(1, "a set of several devices needs format version 3",
+		   "--format-version", "2", d[0], d[1], NULL);
+	make_fails(1, "a set of several devices needs format version 3",
+		   d[0], "--format-version=2", d[1], NULL);
+	UNCHANGED(2, "two devices in format version 2");
+
+	make_fails(1, "are the same device: a device can be a member only once",
+		   d[0], d[1], d[0], NULL);
+	if (link(d[0], hard) || symlink(d[1], sym))
+		exit(1);
+	make_fails(1, "are the same device", d[0], hard, NULL);
+	make_fails(1, "are the same device", sym, d[2], d[1], NULL);
+	make_fails(1, "are the same device", "--wipe", d[2], d[1], sym, NULL);
+	UNCHANGED(3, "one device named twice");
+	unlink(hard);
+	unlink(sym);
+
+	/* the first holds a cache to wipe, the second cannot be formatted */
+	check(run("make-bcache", "-q", d[0], NULL) == 0, "dev0 formatted alone");
+	sum[0] = file_sum(d[0]);
+	make_file(s, 1 * MiB);
+	make_fails(1, "small is too small (1048576 bytes)", "--wipe", d[0], d[1], s, NULL);
+	make_fails(1, "small is too small (1048576 bytes)", "--wipe", "-b", "64k", d[0], s,
+		   NULL);
+	make_fails(1, "No such file or directory", "--wipe", d[0], tpath("missing"), NULL);
+	check(access(tpath("missing"), F_OK), "missing file not created");
+	make_fails(1, "already holds a dm-bcache superblock", d[1], d[0], NULL);
+	make_fails(1, "already holds a dm-bcache superblock", "-w", "8k", d[2], d[0], d[1],
+		   NULL);
+	UNCHANGED(3, "a device refused after another was checked");
+	check(run("make-bcache", "-q", "--wipe", d[1], d[0], NULL) == 0 &&
+	      run("bcache-super-show", d[0], NULL) == 0 &&
+	      has(out, "sb.dev_idx\t1\n"),
+	      "with --wipe: the old cache is member 1 of the new set");
+#undef UNCHANGED
+	for (i = 0; i <= BCH_MAX_MEMBERS; i++)
+		unlink(d[i]);
+	unlink(s);
+}
+
+/*
+ * bch_sb_members_invalid(): each rule broken in a superblock written by
+ * hand, from member 0 of a set of two (and a version 2 cache).
+ */
+static void test_member_rules(void)
+{
+	const char *p0 = tpath("rules0"), *p1 = tpath("rules1"), *b = tpath("rules");
+	struct bch_sb_disk good, sb;
+	uint8_t v4[16];
+
+	make_file(p0, 64 * MiB);
+	make_file(p1, 32 * MiB);
+	check(run("make-bcache", "-q", p0, p1, NULL) == 0, "rules: a set of two");
+	read_sb(p0, &good);
+	copy_file(p0, b);
+
+	check(run("bcache-super-show", b, NULL) == 0, "rules: the set's member 0 as made");
+	sb = good;
+	sb.dev_idx = htole32(8);
+	write_sb(b, &sb);
+	show_fails(b, "superblock has a bad member index", "dev_idx 8");
+	sb = good;
+	sb.members_pad = htole32(1);
+	write_sb(b, &sb);
+	show_fails(b, "superblock has a bad member index", "member table padding");
+	sb = good;
+	sb.members[0].state = htole32(BCH_MEMBER_FAILED);
+	write_sb(b, &sb);
+	show_fails(b, "member table disagrees with its own superblock", "own entry FAILED");
+	sb.members[0].state = htole32(BCH_MEMBER_NONE);
+	write_sb(b, &sb);
+	show_fails(b, "member table disagrees with its own superblock", "own entry NONE");
+	sb = good;
+	bch_uuid_generate(v4);
+	memcpy(sb.members[0].uuid, v4, 16);
+	write_sb(b, &sb);
+	show_fails(b, "member table disagrees with its own superblock", "own entry's uuid");
+	sb = good;
+	sb.dev_idx = htole32(1);
+	write_sb(b, &sb);
+	show_fails(b, "member table disagrees with its own superblock",
+		   "dev_idx naming the other member's entry");
+	sb = good;
+	sb.members[0].nbuckets = htole64(le64toh(sb.nbuckets) - 1);
+	write_sb(b, &sb);
+	show_fails(b, "member table disagrees with its own superblock", "own entry's nbuckets");
+	sb = good;
+	sb.members[0].bucket_size = htole32(512);
+	write_sb(b, &sb);
+	show_fails(b, "member table disagrees with its own superblock", "own entry's bucket_size");
+
+	sb = good;
+	sb.members[2].state = htole32(7);
+	write_sb(b, &sb);
+	show_fails(b, "member table has a member in an unknown state", "a member in state 7");
+	sb = good;
+	sb.members[1].state = htole32(BCH_MEMBER_STATES);
+	write_sb(b, &sb);
+	show_fails(b, "member table has a member in an unknown state", "a member in state 4");
+	sb = good;
+	sb.members[1].bucket_size = htole32(768);
+	write_sb(b, &sb);
+	show_fails(b, "member table has a member of another bucket size",
+		   "a member of 768-sector buckets");
+	sb.members[1].state = htole32(BCH_MEMBER_FAILED);
+	write_sb(b, &sb);
+	show_fails(b, "member table has a member of another bucket size",
+		   "a FAILED member of 768-sector buckets");
+	sb.members[1].bucket_size = htole32(le32toh(good.bucket_size) * 2);
+	write_sb(b, &sb);
+	show_fails(b, "member table has a member of another bucket size",
+		   "a FAILED member of twice the set's bucket size");
+	sb = good;
+	sb.members[1].nbuckets = 0;
+	write_sb(b, &sb);
+	show_fails(b, "member table has a member of bad geometry", "a member of no buckets");
+	sb = good;
+	sb.members[1].bucket_size = htole32(4);
+	write_sb(b, &sb);
+	show_fails(b, "member table has a member of another bucket size",
+		   "buckets smaller than a block");
+	sb.members[1].state = htole32(BCH_MEMBER_REMOVED);
+	write_sb(b, &sb);
+	check(run("bcache-super-show", b, NULL) == 0 &&
+	      has(out, "member.1.state\tremoved\n"),
+	      "super-show: a REMOVED member's geometry is not checked");
+	sb = good;
+	memcpy(sb.members[1].uuid, sb.members[0].uuid, 16);
+	write_sb(b, &sb);
+	show_fails(b, "member table names one device twice", "two members of one uuid");
+	sb.members[1].state = htole32(BCH_MEMBER_FAILED);
+	write_sb(b, &sb);
+	show_fails(b, "member table names one device twice", "a FAILED member of the same uuid");
+
+	/* version 2 has no member table at all */
+	check(run("make-bcache", "-q", "--wipe", "--format-version", "2", b, NULL) == 0,
+	      "rules: a version 2 cache");
+	check(run("bcache-super-show", b, NULL) == 0 && !has(out, "sb.dev_idx") &&
+	      !has(out, "member."), "super-show of version 2: no member lines");
+	read_sb(b, &good);
+	check(!good.dev_idx && !good.members_pad &&
+	      bch_sb_members(&good, BCH_MEMBER_NONE) == BCH_MAX_MEMBERS,
+	      "version 2: the member table is zero");
+	sb = good;
+	memcpy(sb.members[0].uuid, sb.uuid, 16);
+	sb.members[0].nbuckets = sb.nbuckets;
+	sb.members[0].bucket_size = sb.bucket_size;
+	sb.members[0].state = htole32(BCH_MEMBER_ACTIVE);
+	write_sb(b, &sb);
+	show_fails(b, "version 2 superblock has a member table", "version 2 with a member table");
+	sb = good;
+	sb.dev_idx = htole32(1);
+	write_sb(b, &sb);
+	show_fails(b, "version 2 superblock has a member table", "version 2 with dev_idx 1");
+	sb = good;
+	sb.members[7].nbuckets = htole64(1);
+	write_sb(b, &sb);
+	show_fails(b, "version 2 superblock has a member table", "version 2 with a stray byte");
+	unlink(p0);
+	unlink(p1);
+	unlink(b);
+}
+
 /*
  * The leaf key rules of both versions (bcache_ondisk.h), and the two
  * layouts' round trips: the kernel and the tools refuse the same keys.
@@ -910,6 +1284,9 @@ int main(int argc, char **argv)
 	test_show_errors();
 	test_show_uuids();
 	test_root();
+	test_set_format();
+	test_set_errors();
+	test_member_rules();
 	test_key_rules();
 
 	unlink(tpath("cache"));
