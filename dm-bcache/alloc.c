@@ -27,15 +27,15 @@
  */
 #define BCH_BTREE_RESERVE	8
 
-static u64 bch_btree_reserve(struct bch_cache_set *set)
+static u64 bch_btree_reserve(struct bch_member *m)
 {
-	return BCH_BTREE_RESERVE + set->nr_btree;
+	return BCH_BTREE_RESERVE + m->nr_btree;
 }
 
-static u64 bch_reclaim_target(struct bch_cache_set *set)
+static u64 bch_reclaim_target(struct bch_member *m)
 {
-	return max_t(u64, bch_btree_reserve(set) * 2,
-		     (set->nbuckets - set->first_bucket) / 16);
+	return max_t(u64, bch_btree_reserve(m) * 2,
+		     (m->nbuckets - m->first_bucket) / 16);
 }
 
 static bool bch_can_invalidate(struct bch_bucket *b)
@@ -45,20 +45,20 @@ static bool bch_can_invalidate(struct bch_bucket *b)
 }
 
 /* Bucket numbers fit in 32 bits (BCH_MAX_BUCKETS): 4 bytes a bucket. */
-static void bch_fifo_push(struct bch_cache_set *set, u64 bucket)
+static void bch_fifo_push(struct bch_member *m, u64 bucket)
 {
-	u64 n = set->nbuckets;
+	u64 n = m->nbuckets;
 
-	set->free_fifo[(set->free_head + set->nr_free) % n] = (u32)bucket;
-	set->nr_free++;
+	m->free_fifo[(m->free_head + m->nr_free) % n] = (u32)bucket;
+	m->nr_free++;
 }
 
-static u64 bch_fifo_pop(struct bch_cache_set *set)
+static u64 bch_fifo_pop(struct bch_member *m)
 {
-	u64 bucket = set->free_fifo[set->free_head];
+	u64 bucket = m->free_fifo[m->free_head];
 
-	set->free_head = (set->free_head + 1) % set->nbuckets;
-	set->nr_free--;
+	m->free_head = (m->free_head + 1) % m->nbuckets;
+	m->nr_free--;
 	return bucket;
 }
 
@@ -103,16 +103,17 @@ static void bch_alloc_relax_index(struct bch_cache_set *set, u64 i)
 }
 
 /* Bump the gen (dropping all keys into @b); free once that is on disk. */
-static void bch_bucket_invalidate(struct bch_cache_set *set, u64 i)
+static void bch_bucket_invalidate(struct bch_cache_set *set,
+				  struct bch_member *m, u64 i)
 {
-	struct bch_bucket *b = &set->buckets[i];
+	struct bch_bucket *b = &m->buckets[i];
 
 	lockdep_assert_held(&set->alloc_lock);
 	if (b->state == BCH_B_DATA || b->state == BCH_B_OPEN)
-		set->nr_data--;
+		m->nr_data--;
 	else if (b->state == BCH_B_BTREE || b->state == BCH_B_FREEING ||
 		 b->state == BCH_B_FREEING_NEXT)
-		set->nr_btree--;
+		m->nr_btree--;
 	WRITE_ONCE(b->gen, b->gen + 1);
 	atomic64_inc(&set->invalidations);
 	/*
@@ -122,7 +123,7 @@ static void bch_bucket_invalidate(struct bch_cache_set *set, u64 i)
 	smp_wmb();
 	b->state = BCH_B_FREE_INC;
 	b->prio = 0;
-	set->nr_free_inc++;
+	m->nr_free_inc++;
 	/*
 	 * Node buckets are bumped by every checkpoint that frees them, which
 	 * need not run a pass: ask for one well before the gen can wrap.
@@ -168,14 +169,14 @@ static u8 bch_bucket_state_flags(const struct bch_bucket *b)
  * The bucket array is being written (prio.c), @n entries from @first at
  * a time: take a copy of theirs.
  */
-void bch_alloc_persist_fill(struct bch_cache_set *set, struct bch_bucket_disk *d,
-			    u64 first, u64 n)
+void bch_alloc_persist_fill(struct bch_cache_set *set, struct bch_member *m,
+			    struct bch_bucket_disk *d, u64 first, u64 n)
 {
 	u64 i;
 
 	spin_lock(&set->alloc_lock);
 	for (i = first; i < first + n; i++, d++) {
-		struct bch_bucket *b = &set->buckets[i];
+		struct bch_bucket *b = &m->buckets[i];
 
 		bch_alloc_relax(set, i);
 		d->prio = cpu_to_le16(b->prio);
@@ -191,31 +192,39 @@ void bch_alloc_persist_fill(struct bch_cache_set *set, struct bch_bucket_disk *d
 
 void bch_alloc_persist_done(struct bch_cache_set *set, bool ok)
 {
+	struct bch_member *m;
 	u64 i;
 
 	spin_lock(&set->alloc_lock);
-	for (i = set->first_bucket; i < set->nbuckets; i++) {
-		struct bch_bucket *b = &set->buckets[i];
+	bch_for_each_member(m, set) {
+		for (i = m->first_bucket; i < m->nbuckets; i++) {
+			struct bch_bucket *b = &m->buckets[i];
 
-		bch_alloc_relax(set, i);
-		if (b->state != BCH_B_PERSISTING)
-			continue;
-		if (ok) {
-			b->state = BCH_B_FREE;
-			set->nr_free_inc--;
-			bch_fifo_push(set, i);
-		} else {
-			b->state = BCH_B_FREE_INC;
+			bch_alloc_relax(set, i);
+			if (b->state != BCH_B_PERSISTING)
+				continue;
+			if (ok) {
+				b->state = BCH_B_FREE;
+				m->nr_free_inc--;
+				bch_fifo_push(m, i);
+			} else {
+				b->state = BCH_B_FREE_INC;
+			}
 		}
 	}
 	spin_unlock(&set->alloc_lock);
 }
 
+/* Whether the bucket at @ptr (a location) was reused since it had @gen. */
 bool bch_ptr_stale(struct bch_cache_set *set, u64 ptr, u8 gen)
 {
-	u64 bucket = ptr / set->bucket_size;
+	u64 bucket = bch_ptr_bucket_nr(set, ptr);
+	struct bch_member *m;
 
-	if (bucket < set->first_bucket || bucket >= set->nbuckets)
+	if (bch_ptr_dev(ptr) >= set->nr_members)
+		return true;
+	m = bch_ptr_member(set, ptr);
+	if (bucket < m->first_bucket || bucket >= m->nbuckets)
 		return true;
 	/*
 	 * Called after a cache read completed: if the bucket was reused
@@ -223,29 +232,25 @@ bool bch_ptr_stale(struct bch_cache_set *set, u64 ptr, u8 gen)
 	 * data was written. Pairs with the smp_wmb() in invalidate.
 	 */
 	smp_rmb();
-	return READ_ONCE(set->buckets[bucket].gen) != gen;
+	return READ_ONCE(m->buckets[bucket].gen) != gen;
 }
 
-int bch_alloc_data(struct bch_cache_set *set, u32 sectors, u64 *ptr, u8 *gen,
-		   u32 *got)
+/* Member @m's open bucket, with room; false if it has none to open. */
+static bool bch_open_bucket(struct bch_cache_set *set, struct bch_member *m)
 {
 	struct bch_bucket *b;
-	int r = 0;
 
-	spin_lock(&set->alloc_lock);
-	if (set->have_open && set->open_offset >= set->bucket_size) {
-		set->buckets[set->open_bucket].state = BCH_B_DATA;
-		set->have_open = false;
+	if (m->have_open && m->open_offset >= set->bucket_size) {
+		m->buckets[m->open_bucket].state = BCH_B_DATA;
+		m->have_open = false;
 	}
-	if (!set->have_open) {
-		if (set->nr_free <= bch_btree_reserve(set)) {
-			r = -ENOSPC;
-			goto out;
-		}
-		set->open_bucket = bch_fifo_pop(set);
-		set->open_offset = 0;
-		set->have_open = true;
-		b = &set->buckets[set->open_bucket];
+	if (!m->have_open) {
+		if (m->nr_free <= bch_btree_reserve(m))
+			return false;
+		m->open_bucket = bch_fifo_pop(m);
+		m->open_offset = 0;
+		m->have_open = true;
+		b = &m->buckets[m->open_bucket];
 		b->state = BCH_B_OPEN;
 		b->prio = set->prio.initial;
 		b->sectors = 0;
@@ -256,17 +261,44 @@ int bch_alloc_data(struct bch_cache_set *set, u32 sectors, u64 *ptr, u8 *gen,
 		 */
 		b->gc_sectors = 0;
 		b->gc_dirty = 0;
-		set->nr_data++;
+		m->nr_data++;
 	}
-	b = &set->buckets[set->open_bucket];
-	*got = min(sectors, set->bucket_size - set->open_offset);
-	*ptr = set->open_bucket * set->bucket_size + set->open_offset;
-	*gen = b->gen;
-	atomic_inc(&b->pending);
-	set->open_offset += *got;
-out:
-	if (set->nr_free < bch_reclaim_target(set))
-		queue_work(set->wq, &set->reclaim_work);
+	return true;
+}
+
+/*
+ * Room for up to @sectors of data, in one bucket: its location in @ptr
+ * (bch_ptr_loc()), its gen, and how much in @got. Members take turns,
+ * so that data spreads over all of them.
+ */
+int bch_alloc_data(struct bch_cache_set *set, u32 sectors, u64 *ptr, u8 *gen,
+		   u32 *got)
+{
+	struct bch_member *m = NULL;
+	struct bch_bucket *b;
+	unsigned int i;
+	int r = -ENOSPC;
+
+	spin_lock(&set->alloc_lock);
+	for (i = 0; i < set->nr_members; i++) {
+		m = set->members[(set->alloc_next + i) % set->nr_members];
+		if (bch_open_bucket(set, m))
+			break;
+	}
+	if (i < set->nr_members) {
+		set->alloc_next = (m->idx + 1) % set->nr_members;
+		b = &m->buckets[m->open_bucket];
+		*got = min(sectors, set->bucket_size - m->open_offset);
+		*ptr = bch_ptr(m->idx, 0, m->open_bucket * set->bucket_size +
+			       m->open_offset);
+		*gen = b->gen;
+		atomic_inc(&b->pending);
+		m->open_offset += *got;
+		r = 0;
+	}
+	bch_for_each_member(m, set)
+		if (m->nr_free < bch_reclaim_target(m))
+			queue_work(set->wq, &set->reclaim_work);
 	spin_unlock(&set->alloc_lock);
 	return r;
 }
@@ -279,7 +311,7 @@ out:
  */
 void bch_alloc_done(struct bch_cache_set *set, u64 ptr, u32 inserted)
 {
-	struct bch_bucket *b = &set->buckets[ptr / set->bucket_size];
+	struct bch_bucket *b = bch_ptr_bucket(set, ptr);
 
 	lockdep_assert_held(&set->btree_lock);
 	spin_lock(&set->alloc_lock);
@@ -294,7 +326,7 @@ void bch_alloc_done(struct bch_cache_set *set, u64 ptr, u32 inserted)
  */
 void bch_alloc_done_dirty(struct bch_cache_set *set, u64 ptr, u32 inserted)
 {
-	struct bch_bucket *b = &set->buckets[ptr / set->bucket_size];
+	struct bch_bucket *b = bch_ptr_bucket(set, ptr);
 
 	lockdep_assert_held(&set->btree_lock);
 	spin_lock(&set->alloc_lock);
@@ -310,7 +342,7 @@ void bch_alloc_done_dirty(struct bch_cache_set *set, u64 ptr, u32 inserted)
  */
 void bch_alloc_cleaned(struct bch_cache_set *set, const struct bch_bkey *k)
 {
-	struct bch_bucket *b = &set->buckets[bch_key_sector(k) / set->bucket_size];
+	struct bch_bucket *b = bch_ptr_bucket(set, k->ptr[0]);
 
 	lockdep_assert_held_write(&set->btree_lock);
 	bch_gc_cleaned(set, k);
@@ -326,13 +358,13 @@ void bch_alloc_cleaned(struct bch_cache_set *set, const struct bch_bkey *k)
  */
 void bch_alloc_split(struct bch_cache_set *set, u64 ptr, unsigned int more)
 {
-	atomic_add(more, &set->buckets[ptr / set->bucket_size].pending);
+	atomic_add(more, &bch_ptr_bucket(set, ptr)->pending);
 }
 
 /* Space allocated at @ptr will not be indexed (callable from endio). */
 void bch_alloc_abort(struct bch_cache_set *set, u64 ptr)
 {
-	atomic_dec(&set->buckets[ptr / set->bucket_size].pending);
+	atomic_dec(&bch_ptr_bucket(set, ptr)->pending);
 }
 
 /*
@@ -344,25 +376,31 @@ void bch_alloc_abort(struct bch_cache_set *set, u64 ptr)
  */
 int bch_alloc_btree(struct bch_cache_set *set, u64 *bucket, u8 *gen)
 {
+	struct bch_member *m;
 	struct bch_bucket *b;
-	int r = 0;
+	int r = -ENOSPC;
+	u64 nr;
 
 	spin_lock(&set->alloc_lock);
-	if (set->nr_free <= (set->btree_drain ? 0 : set->nr_btree + 1)) {
-		r = -ENOSPC;
-		goto out;
+	/* The first member with room: member 0 while it has some. */
+	bch_for_each_member(m, set) {
+		if (m->nr_free <= (set->btree_drain ? 0 : m->nr_btree + 1))
+			continue;
+		nr = bch_fifo_pop(m);
+		*bucket = bch_node_bucket_id(m->idx, nr);
+		b = &m->buckets[nr];
+		b->state = BCH_B_BTREE;
+		b->prio = U16_MAX;
+		b->sectors = 0;
+		b->gc_seen = true;	/* in the index before the pass can miss it */
+		*gen = b->gen;
+		m->nr_btree++;
+		r = 0;
+		break;
 	}
-	*bucket = bch_fifo_pop(set);
-	b = &set->buckets[*bucket];
-	b->state = BCH_B_BTREE;
-	b->prio = U16_MAX;
-	b->sectors = 0;
-	b->gc_seen = true;	/* in the index before the pass can miss it */
-	*gen = b->gen;
-	set->nr_btree++;
-out:
-	if (set->nr_free < bch_reclaim_target(set))
-		queue_work(set->wq, &set->reclaim_work);
+	bch_for_each_member(m, set)
+		if (m->nr_free < bch_reclaim_target(m))
+			queue_work(set->wq, &set->reclaim_work);
 	spin_unlock(&set->alloc_lock);
 	return r;
 }
@@ -376,15 +414,18 @@ out:
  */
 void bch_free_btree(struct bch_cache_set *set, u64 bucket, bool by_checkpoint)
 {
+	struct bch_member *m = set->members[bch_node_bucket_dev(bucket)];
+
 	spin_lock(&set->alloc_lock);
-	set->buckets[bucket].state = set->cp_window && !by_checkpoint ?
+	m->buckets[bch_node_bucket_nr(bucket)].state =
+		set->cp_window && !by_checkpoint ?
 		BCH_B_FREEING_NEXT : BCH_B_FREEING;
 	spin_unlock(&set->alloc_lock);
 }
 
 void bch_bucket_hit(struct bch_cache_set *set, u64 ptr, u32 sectors)
 {
-	struct bch_bucket *b = &set->buckets[ptr / set->bucket_size];
+	struct bch_bucket *b = bch_ptr_bucket(set, ptr);
 	unsigned int prio;
 
 	prio = READ_ONCE(b->prio) + set->prio.seek +
@@ -406,46 +447,48 @@ static void bch_rescale_work(struct work_struct *work)
 {
 	struct bch_cache_set *set = container_of(work, struct bch_cache_set,
 						 rescale_work);
+	struct bch_member *m;
 	u64 i;
 
 	spin_lock(&set->alloc_lock);
-	for (i = set->first_bucket; i < set->nbuckets; i++) {
-		struct bch_bucket *b = &set->buckets[i];
+	bch_for_each_member(m, set) {
+		for (i = m->first_bucket; i < m->nbuckets; i++) {
+			struct bch_bucket *b = &m->buckets[i];
 
-		bch_alloc_relax(set, i);
-		if (b->state == BCH_B_DATA || b->state == BCH_B_OPEN)
-			b->prio = b->prio - b->prio / 8;
+			bch_alloc_relax(set, i);
+			if (b->state == BCH_B_DATA || b->state == BCH_B_OPEN)
+				b->prio = b->prio - b->prio / 8;
+		}
 	}
 	spin_unlock(&set->alloc_lock);
 }
 
 /*
- * Invalidate the lowest-priority data buckets until the FIFO holds the
- * reclaim target: one pass keeps the candidates in a bounded heap
- * (victims.h), then those still invalidatable go.
+ * Invalidate member @m's lowest-priority data buckets until its FIFO
+ * holds the reclaim target: one pass keeps the candidates in a bounded
+ * heap (victims.h), then those still invalidatable go; if a GC pass
+ * would free more, it is asked for. -ENODATA if it wants none.
  */
-static void bch_reclaim_work(struct work_struct *work)
+static int bch_reclaim_member(struct bch_cache_set *set, struct bch_member *m)
 {
-	struct bch_cache_set *set = container_of(work, struct bch_cache_set,
-						 reclaim_work);
 	struct bch_victims h = { };
 	u64 want, have, i, n = 0;
-	bool blocked = false, gc = false;
+	bool blocked = false;
 
 	spin_lock(&set->alloc_lock);
-	want = bch_reclaim_target(set);
-	have = set->nr_free + set->nr_free_inc;
+	want = bch_reclaim_target(m);
+	have = m->nr_free + m->nr_free_inc;
 	want = want > have ? want - have : 0;
 	spin_unlock(&set->alloc_lock);
 	/* Writes may wait for this (an index insert that found no room). */
 	h.v = want ? kvmalloc_array(want, sizeof(*h.v), GFP_NOIO) : NULL;
 	if (!h.v)
-		goto persist;
+		return -ENODATA;
 	h.want = want;
 
 	spin_lock(&set->alloc_lock);
-	for (i = set->first_bucket; i < set->nbuckets; i++) {
-		struct bch_bucket *b = &set->buckets[i];
+	for (i = m->first_bucket; i < m->nbuckets; i++) {
+		struct bch_bucket *b = &m->buckets[i];
 
 		bch_alloc_relax(set, i);
 		if (bch_can_invalidate(b))
@@ -460,27 +503,43 @@ static void bch_reclaim_work(struct work_struct *work)
 
 		bch_alloc_relax(set, i + 1);
 		/* Judged again: the lock was dropped during the walk. */
-		if (bch_can_invalidate(&set->buckets[bucket])) {
-			bch_bucket_invalidate(set, bucket);
+		if (bch_can_invalidate(&m->buckets[bucket])) {
+			bch_bucket_invalidate(set, m, bucket);
 			n++;
 		}
 	}
 	if (blocked || n < want)
 		set->need_gc = true;
+	spin_unlock(&set->alloc_lock);
+	kvfree(h.v);
+	return 0;
+}
+
+static void bch_reclaim_work(struct work_struct *work)
+{
+	struct bch_cache_set *set = container_of(work, struct bch_cache_set,
+						 reclaim_work);
+	bool gc, tried = false, persist = false;
+	struct bch_member *m;
+
+	bch_for_each_member(m, set)
+		tried |= bch_reclaim_member(set, m) != -ENODATA;
+
+	spin_lock(&set->alloc_lock);
 	/*
 	 * Each pass is a checkpoint: not more than a few a second, when the
 	 * cache is held up by dirty data a pass cannot free.
 	 */
-	gc = set->need_gc && time_after_eq(jiffies, set->gc_allowed);
+	gc = tried && set->need_gc && time_after_eq(jiffies, set->gc_allowed);
 	if (gc)
 		set->gc_allowed = jiffies + HZ / 4;
+	bch_for_each_member(m, set)
+		persist |= m->nr_free_inc > 0;
 	spin_unlock(&set->alloc_lock);
-	kvfree(h.v);
 
 	if (gc)
 		queue_work(set->wq, &set->gc_work);
-persist:
-	if (READ_ONCE(set->nr_free_inc)) {
+	if (persist) {
 		mutex_lock(&set->lock);
 		if (bch_prios_write(set)) {
 			DMERR_LIMIT("%s: cannot write the bucket array", set->name);
@@ -492,25 +551,66 @@ persist:
 
 int bch_alloc_init(struct bch_cache_set *set)
 {
+	struct bch_member *m;
+
 	spin_lock_init(&set->alloc_lock);
 	INIT_WORK(&set->reclaim_work, bch_reclaim_work);
 	INIT_WORK(&set->rescale_work, bch_rescale_work);
 	BUILD_BUG_ON(BCH_MAX_BUCKETS - 1 > U32_MAX);
-	set->free_fifo = vmalloc(array_size(set->nbuckets, sizeof(u32)));
-	if (!set->free_fifo)
-		return -ENOMEM;
+	bch_for_each_member(m, set) {
+		m->free_fifo = vmalloc(array_size(m->nbuckets, sizeof(u32)));
+		if (!m->free_fifo)
+			return -ENOMEM;
+	}
 	set->prio.initial = 8192;
 	set->prio.hit = 32;
 	set->prio.seek = 512;
-	set->prio.rescale = max_t(u64, 1 << 20,
-				  (set->nbuckets - set->first_bucket) *
-				  set->bucket_size / 4);
+	set->prio.rescale = max_t(u64, 1 << 20, bch_set_sectors(set) / 4);
 	return 0;
 }
 
-void bch_alloc_exit(struct bch_cache_set *set)
+/* Sectors of the set's buckets past the metadata, the journal included. */
+u64 bch_set_sectors(struct bch_cache_set *set)
 {
-	vfree(set->free_fifo);
+	struct bch_member *m;
+	u64 n = 0;
+
+	bch_for_each_member(m, set)
+		n += (m->nbuckets - m->first_bucket) * set->bucket_size;
+	return n;
+}
+
+/* Data buckets of the set: every member's, but metadata and journal. */
+u64 bch_set_buckets(struct bch_cache_set *set)
+{
+	struct bch_member *m;
+	u64 n = 0;
+
+	bch_for_each_member(m, set)
+		n += m->nbuckets - m->first_bucket - m->journal_buckets;
+	return n;
+}
+
+/* Whether fewer than 1/16 of the set's buckets are free (no lock). */
+bool bch_set_free_low(struct bch_cache_set *set)
+{
+	struct bch_member *m;
+	u64 free = 0;
+
+	bch_for_each_member(m, set)
+		free += READ_ONCE(m->nr_free);
+	return free < div_u64(bch_set_sectors(set), set->bucket_size) / 16;
+}
+
+/* Buckets holding data or nodes, for the status line (no lock). */
+u64 bch_set_used(struct bch_cache_set *set)
+{
+	struct bch_member *m;
+	u64 n = 0;
+
+	bch_for_each_member(m, set)
+		n += READ_ONCE(m->nr_data) + READ_ONCE(m->nr_btree);
+	return n;
 }
 
 /*
@@ -521,18 +621,21 @@ void bch_alloc_exit(struct bch_cache_set *set)
  */
 void bch_alloc_gc_start(struct bch_cache_set *set)
 {
+	struct bch_member *m;
 	u64 i;
 
 	spin_lock(&set->alloc_lock);
 	set->gc_running = true;
-	for (i = set->first_bucket; i < set->nbuckets; i++) {
-		struct bch_bucket *b = &set->buckets[i];
+	bch_for_each_member(m, set) {
+		for (i = m->first_bucket; i < m->nbuckets; i++) {
+			struct bch_bucket *b = &m->buckets[i];
 
-		bch_alloc_relax_index(set, i);
-		b->gc_sectors = 0;
-		b->gc_dirty = 0;
-		b->gc_start_gen = b->gen;
-		WRITE_ONCE(b->gc_seen, false);
+			bch_alloc_relax_index(set, i);
+			b->gc_sectors = 0;
+			b->gc_dirty = 0;
+			b->gc_start_gen = b->gen;
+			WRITE_ONCE(b->gc_seen, false);
+		}
 	}
 	for (i = 0; i < BCH_UUID_SLOTS; i++)
 		set->slots[i].gc_dirty = 0;
@@ -572,6 +675,7 @@ void bch_alloc_gc_passed(struct bch_cache_set *set)
 void bch_alloc_gc_apply(struct bch_cache_set *set, bool done)
 {
 	u64 i, orphans = 0;
+	struct bch_member *m;
 
 	/* A failed pass drops it with the lock held for write. */
 	lockdep_assert_held(&set->btree_lock);
@@ -585,18 +689,20 @@ void bch_alloc_gc_apply(struct bch_cache_set *set, bool done)
 	/* The pass answers what was asked before; not what is asked meanwhile. */
 	set->need_gc = set->gc_again;
 	set->gc_again = false;
-	for (i = set->first_bucket; i < set->nbuckets; i++) {
-		struct bch_bucket *b = &set->buckets[i];
+	bch_for_each_member(m, set) {
+		for (i = m->first_bucket; i < m->nbuckets; i++) {
+			struct bch_bucket *b = &m->buckets[i];
 
-		bch_alloc_relax_index(set, i);
-		b->last_gc = b->gc_start_gen;
-		bch_alloc_gc_counts(set, b);
-		if (b->state == BCH_B_DATA && !b->sectors &&
-		    !atomic_read(&b->pending))
-			bch_bucket_invalidate(set, i);
-		if (b->state == BCH_B_BTREE && !b->gc_seen) {
-			b->state = BCH_B_FREEING;
-			orphans++;
+			bch_alloc_relax_index(set, i);
+			b->last_gc = b->gc_start_gen;
+			bch_alloc_gc_counts(set, b);
+			if (b->state == BCH_B_DATA && !b->sectors &&
+			    !atomic_read(&b->pending))
+				bch_bucket_invalidate(set, m, i);
+			if (b->state == BCH_B_BTREE && !b->gc_seen) {
+				b->state = BCH_B_FREEING;
+				orphans++;
+			}
 		}
 	}
 	for (i = 0; i < BCH_UUID_SLOTS; i++)
@@ -614,12 +720,15 @@ void bch_alloc_gc_apply(struct bch_cache_set *set, bool done)
 /* At open, the initial pass's counts, before the allocator starts. */
 void bch_alloc_gc_take(struct bch_cache_set *set)
 {
+	struct bch_member *m;
 	u64 i;
 
 	spin_lock(&set->alloc_lock);
-	for (i = set->first_bucket; i < set->nbuckets; i++) {
-		bch_alloc_relax(set, i);
-		bch_alloc_gc_counts(set, &set->buckets[i]);
+	bch_for_each_member(m, set) {
+		for (i = m->first_bucket; i < m->nbuckets; i++) {
+			bch_alloc_relax(set, i);
+			bch_alloc_gc_counts(set, &m->buckets[i]);
+		}
 	}
 	for (i = 0; i < BCH_UUID_SLOTS; i++)
 		atomic64_set(&set->slots[i].dirty, set->slots[i].gc_dirty);
@@ -642,17 +751,20 @@ void bch_alloc_checkpoint_start(struct bch_cache_set *set)
  */
 void bch_alloc_checkpoint_end(struct bch_cache_set *set, bool done)
 {
+	struct bch_member *m;
 	u64 i;
 
 	spin_lock(&set->alloc_lock);
-	for (i = set->first_bucket; i < set->nbuckets; i++) {
-		struct bch_bucket *b = &set->buckets[i];
+	bch_for_each_member(m, set) {
+		for (i = m->first_bucket; i < m->nbuckets; i++) {
+			struct bch_bucket *b = &m->buckets[i];
 
-		bch_alloc_relax(set, i);
-		if (b->state == BCH_B_FREEING && done)
-			bch_bucket_invalidate(set, i);
-		else if (b->state == BCH_B_FREEING_NEXT)
-			b->state = BCH_B_FREEING;
+			bch_alloc_relax(set, i);
+			if (b->state == BCH_B_FREEING && done)
+				bch_bucket_invalidate(set, m, i);
+			else if (b->state == BCH_B_FREEING_NEXT)
+				b->state = BCH_B_FREEING;
+		}
 	}
 	set->cp_window = false;
 	spin_unlock(&set->alloc_lock);
@@ -662,18 +774,18 @@ void bch_alloc_checkpoint_end(struct bch_cache_set *set, bool done)
  * At open, after the initial GC counted the loaded index (node buckets
  * marked BTREE): everything else with live data is DATA, the rest FREE.
  */
-void bch_alloc_load(struct bch_cache_set *set)
+static void bch_alloc_load_member(struct bch_cache_set *set,
+				  struct bch_member *m)
 {
 	u64 i;
 
-	spin_lock(&set->alloc_lock);
-	set->nr_free = 0;
-	set->free_head = 0;
-	set->nr_data = 0;
-	set->nr_btree = 0;
-	set->nr_free_inc = 0;
-	for (i = 0; i < set->nbuckets; i++) {
-		struct bch_bucket *b = &set->buckets[i];
+	m->nr_free = 0;
+	m->free_head = 0;
+	m->nr_data = 0;
+	m->nr_btree = 0;
+	m->nr_free_inc = 0;
+	for (i = 0; i < m->nbuckets; i++) {
+		struct bch_bucket *b = &m->buckets[i];
 
 		bch_alloc_relax(set, i);
 		if (b->flags & BCH_BUCKET_META) {
@@ -681,15 +793,24 @@ void bch_alloc_load(struct bch_cache_set *set)
 		} else if (b->flags & BCH_BUCKET_JOURNAL) {
 			b->state = BCH_B_JOURNAL;
 		} else if (b->state == BCH_B_BTREE) {
-			set->nr_btree++;
+			m->nr_btree++;
 		} else if (b->sectors) {
 			b->state = BCH_B_DATA;
-			set->nr_data++;
+			m->nr_data++;
 		} else {
 			b->state = BCH_B_FREE;
-			bch_fifo_push(set, i);
+			bch_fifo_push(m, i);
 		}
 	}
+}
+
+void bch_alloc_load(struct bch_cache_set *set)
+{
+	struct bch_member *m;
+
+	spin_lock(&set->alloc_lock);
+	bch_for_each_member(m, set)
+		bch_alloc_load_member(set, m);
 	set->gc_running = false;
 	spin_unlock(&set->alloc_lock);
 }

@@ -255,7 +255,8 @@ static void btree_evict(struct bch_btree *b)
 static void node_set_bucket(struct bch_btree *b, struct bch_node *n, u64 bucket, u8 gen)
 {
 	n->bucket = bucket;
-	n->key.ptr[0] = bch_ptr(0, gen, bucket * b->bucket_sectors);
+	n->key.ptr[0] = bch_ptr(bch_node_bucket_dev(bucket), gen,
+				bch_node_bucket_nr(bucket) * b->bucket_sectors);
 	n->key.nptrs = 1;
 }
 
@@ -1522,7 +1523,15 @@ static bool bad_ptr(const struct bch_btree *b, const struct bch_bkey *k)
 	u32 rem;
 
 	div_u64_rem(bch_key_sector(k), b->bucket_sectors, &rem);
-	return k->size != 1 || k->nptrs != 1 || bch_ptr_dev(k->ptr[0]) || rem;
+	return k->size != 1 || k->nptrs != 1 ||
+	       bch_ptr_dev(k->ptr[0]) >= max_t(u32, b->nr_members, 1) || rem;
+}
+
+/* The bucket of a node's pointer key, as the ops name it. */
+static u64 key_bucket(const struct bch_btree *b, const struct bch_bkey *k)
+{
+	return bch_node_bucket_id(bch_ptr_dev(k->ptr[0]),
+				  div_u64(bch_key_sector(k), b->bucket_sectors));
 }
 
 static int node_check(struct bch_btree *b, const struct bch_node *n, const struct bch_bkey *lo)
@@ -1566,7 +1575,7 @@ static int node_load_from(struct bch_btree *b, const struct bch_bkey *key,
 		return -ENOMEM;
 	n->key = *key;
 	n->lo = *lo;
-	n->bucket = div_u64(bch_key_sector(key), b->bucket_sectors);
+	n->bucket = key_bucket(b, key);
 
 	ret = 0;
 	if (!buf) {
@@ -1678,8 +1687,8 @@ int bch_btree_want_read(struct bch_btree *b, const struct bch_btree_want *w, voi
 {
 	if (bad_ptr(b, &w->key))
 		return -EUCLEAN;
-	return b->ops->io(b, false, div_u64(bch_key_sector(&w->key), b->bucket_sectors), 0,
-			  buf, b->bucket_sectors);
+	return b->ops->io(b, false, key_bucket(b, &w->key), 0, buf,
+			  b->bucket_sectors);
 }
 
 static bool want_intact(const struct bch_btree *b, const struct bch_btree_want *w)

@@ -48,6 +48,38 @@ static inline u8 bch_key_gen(const struct bch_bkey *k)
 	return bch_ptr_gen(k->ptr[0]);
 }
 
+/*
+ * A node's bucket as the btree names it to its ops: the member in the
+ * high 32 bits (bucket numbers fit in 32: BCH_MAX_BUCKETS), so that a
+ * set of one has node buckets numbered as its buckets are.
+ */
+static inline u64 bch_node_bucket_id(unsigned int dev, u64 nr)
+{
+	return (u64)dev << 32 | nr;
+}
+
+static inline unsigned int bch_node_bucket_dev(u64 id)
+{
+	return id >> 32;
+}
+
+static inline u64 bch_node_bucket_nr(u64 id)
+{
+	return id & 0xffffffffULL;
+}
+
+/* Where the first pointer points, without its gen: member and sector. */
+static inline u64 bch_key_loc(const struct bch_bkey *k)
+{
+	return bch_ptr_loc(k->ptr[0]);
+}
+
+/* A pointer to location @loc (bch_ptr_loc()) in a bucket of @gen. */
+static inline u64 bch_loc_ptr(u64 loc, u8 gen)
+{
+	return loc | (u64)gen << BCH_PTR_GEN_SHIFT;
+}
+
 /* Drop the first @n sectors of @k's extent: its pointers move with it. */
 static inline void bch_key_cut_front(struct bch_bkey *k, u32 n)
 {
@@ -98,6 +130,7 @@ struct bch_btree_want {
 
 #define BCH_BTREE_DROP_BITS	10
 
+/* Node buckets are named to the ops as bch_node_bucket_id(member, bucket). */
 struct bch_btree_ops {
 	/* a free bucket for a node; its current gen. Must not do IO. */
 	int (*alloc)(struct bch_btree *b, u64 *bucket, u8 *gen);
@@ -127,6 +160,8 @@ struct bch_btree {
 	 * 0 = default.
 	 */
 	u32		bucket_sectors, block_sectors, max_sets, open_set_keys;
+	/* Members a node pointer may name (0: 1). */
+	u32		nr_members;
 	/* The cache's key layout on disk: BCH_KEY_BYTES_V2 or _V3 (0: _V3). */
 	u32		key_bytes;
 	/*
@@ -307,7 +342,8 @@ typedef void (*bch_btree_gc_fn)(struct bch_btree *b, const struct bch_bkey *k,
  * A GC pass: compact every node holding dead, deleted or hole keys; then
  * call @fn for every live leaf key (is_node false) and, with is_node true,
  * for every node's own pointer key (its bucket is bch_key_sector(k) /
- * bucket_sectors, its gen bch_key_gen(k)), in no particular order. @fn
+ * bucket_sectors on member bch_ptr_dev(k->ptr[0]), its gen
+ * bch_key_gen(k)), in no particular order. @fn
  * must not change the tree.
  * Reads every node not in memory, evicting as it goes. Compacted nodes
  * are rewritten to new buckets by the next flush.

@@ -107,6 +107,7 @@ void bch_csum_error(struct bch_target *bt, u64 sector, u32 sectors, u64 ptr)
 	struct bch_cache_set *set = bt->set;
 
 	atomic64_inc(&bt->stats.csum_errors);
-	DMERR_LIMIT("%s: checksum error: slot %u sectors %llu+%u member 0 bucket %llu",
-		    set->name, bt->slot, sector, sectors, ptr / set->bucket_size);
+	DMERR_LIMIT("%s: checksum error: slot %u sectors %llu+%u member %u bucket %llu",
+		    set->name, bt->slot, sector, sectors, bch_ptr_dev(ptr),
+		    bch_ptr_bucket_nr(set, ptr));
 }

@@ -40,7 +40,7 @@ void bch_pages_to_bio(struct bio *bio, struct bvec_iter iter, u32 skip,
 void bch_buf_to_bio(struct bio *bio, struct bvec_iter iter, const void *buf,
 		    u32 bytes);
 
-/* Count and log a checksummed range of @bt (origin @sector, cache @ptr) that failed. */
+/* Count and log a checksummed range of @bt (origin @sector, at location @ptr) that failed. */
 void bch_csum_error(struct bch_target *bt, u64 sector, u32 sectors, u64 ptr);
 
 #endif

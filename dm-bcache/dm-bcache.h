@@ -74,6 +74,32 @@ struct bch_bucket {
 	u32	gc_sectors, gc_dirty;
 };
 
+/*
+ * One cache device of the set: its superblock, its buckets and their
+ * allocator. Block and bucket size are the set's; everything else about
+ * the device is its own. Pointers name a member by idx (bch_ptr_dev()).
+ */
+struct bch_member {
+	unsigned int		idx;
+	struct block_device	*bdev;
+	struct bch_sb_disk	*sb;		/* in-core copy, written as is */
+	u64			nbuckets;
+	u64			first_bucket;
+	u32			journal_buckets;
+	struct bch_bucket	*buckets;	/* nbuckets entries */
+	void			*prio_buf;	/* the copy the open read */
+	void			*prio_chunk;	/* a write's piece of a copy */
+
+	/* Allocator, under the set's alloc_lock. */
+	u32			*free_fifo;
+	u64			free_head, nr_free;
+	u64			open_bucket;
+	u32			open_offset;	/* sectors used in open_bucket */
+	bool			have_open;
+	u64			nr_data, nr_btree;	/* buckets in use */
+	u64			nr_free_inc;	/* FREE_INC + PERSISTING */
+};
+
 struct bch_prio_tunables {
 	unsigned int	initial;	/* prio of newly filled buckets */
 	unsigned int	hit;		/* added per 4 KiB hit */
@@ -118,40 +144,30 @@ struct bch_slot {
 struct bch_cache_set {
 	struct list_head	list;		/* on bch_cache_sets */
 	refcount_t		ref;
-	dev_t			dev;
-	struct block_device	*bdev;
+	dev_t			dev;		/* member 0's: how tables find it */
 	char			name[32];
 	struct dm_io_client	*io;
 
-	/* Protects the superblock, the UUID table and the bucket array. */
+	/* Protects the superblocks, the UUID table and the bucket arrays. */
 	struct mutex		lock;
-	struct bch_sb_disk	*sb;		/* in-core copy, written as is */
+	/* Member 0's superblock: the set's fields are read from it. */
+	struct bch_sb_disk	*sb;
 	bool			meta_fallback;	/* an older metadata copy in use */
 
 	u32			block_size;	/* sectors */
 	u32			bucket_size;	/* sectors */
-	u64			nbuckets;
-	u64			first_bucket;
-	u32			journal_buckets;
 	u32			version;	/* of the format: 2 or 3 */
 	u32			key_bytes;	/* of a key on disk */
-	struct bch_member_geom	geom;		/* member 0's, for the key rules */
-	struct bch_bucket	*buckets;	/* nbuckets entries */
-	void			*prio_buf;	/* the copy the open read */
-	void			*prio_chunk;	/* a write's piece of a copy */
+	unsigned int		nr_members;	/* members[0, nr_members) */
+	struct bch_member	*members[BCH_MAX_MEMBERS];
+	struct bch_member_geom	geom[BCH_MAX_MEMBERS];	/* for the key rules */
 
 	struct bch_uuid_disk	*uuids;		/* BCH_UUID_SLOTS entries */
 	struct bch_slot		slots[BCH_UUID_SLOTS];
 
-	/* Allocator: protects bucket state, the FIFO and the open bucket. */
+	/* Allocator: protects bucket states, the FIFOs and the open buckets. */
 	spinlock_t		alloc_lock;
-	u32			*free_fifo;
-	u64			free_head, nr_free;
-	u64			open_bucket;
-	u32			open_offset;	/* sectors used in open_bucket */
-	bool			have_open;
-	u64			nr_data, nr_btree;	/* buckets in use */
-	u64			nr_free_inc;	/* FREE_INC + PERSISTING */
+	unsigned int		alloc_next;	/* the member data goes to next */
 	struct bch_prio_tunables prio;
 	atomic64_t		rescale_sectors;
 	bool			need_gc;
@@ -215,6 +231,46 @@ struct bch_cache_set {
 	bool			failed;
 	bool			failed_dropped;	/* origins invalidated for it */
 };
+
+/* Members are members[0, nr_members), none missing (sets of one, so far). */
+static inline bool bch_member_iter(struct bch_cache_set *set, unsigned int *i,
+				   struct bch_member **m)
+{
+	if (*i >= set->nr_members)
+		return false;
+	*m = set->members[(*i)++];
+	return true;
+}
+
+#define bch_for_each_member(m, set)					\
+	for (unsigned int _i = 0; bch_member_iter(set, &_i, &(m));)
+
+/* The member a pointer or location (bch_ptr_loc()) is on. */
+static inline struct bch_member *bch_ptr_member(struct bch_cache_set *set,
+						u64 ptr)
+{
+	return set->members[bch_ptr_dev(ptr)];
+}
+
+/* The bucket number a pointer or location points into, on its member. */
+static inline u64 bch_ptr_bucket_nr(struct bch_cache_set *set, u64 ptr)
+{
+	return div_u64(bch_ptr_sector(ptr), set->bucket_size);
+}
+
+/* The bucket a pointer or location points into (one of a member's). */
+static inline struct bch_bucket *bch_ptr_bucket(struct bch_cache_set *set,
+						u64 ptr)
+{
+	return &bch_ptr_member(set, ptr)->buckets[bch_ptr_bucket_nr(set, ptr)];
+}
+
+/* The device a pointer or location is on. */
+static inline struct block_device *bch_ptr_bdev(struct bch_cache_set *set,
+						u64 ptr)
+{
+	return bch_ptr_member(set, ptr)->bdev;
+}
 
 /* The slot fingerprint covers the origin's first sectors. */
 #define BCH_FINGERPRINT_SECTORS	8
@@ -323,12 +379,14 @@ bool bch_origin_busy(dev_t origin, struct mapped_device *md);
 void bch_failed_exit(void);
 int bch_dev_io(struct bch_cache_set *set, struct block_device *bdev,
 	       blk_opf_t opf, sector_t sector, void *buf, size_t len);
-int bch_meta_io(struct bch_cache_set *set, blk_opf_t opf, sector_t sector,
-		void *buf, size_t len);
+int bch_member_io(struct bch_cache_set *set, struct bch_member *m,
+		  blk_opf_t opf, sector_t sector, void *buf, size_t len);
+int bch_loc_io(struct bch_cache_set *set, blk_opf_t opf, u64 loc, void *buf,
+	       size_t len);
 int bch_sb_write(struct bch_cache_set *set);
-int bch_meta_read(struct bch_cache_set *set, const char *what,
-		  const __le64 *offset, __le32 *cur, __le32 *csum,
-		  __le32 *csum_other, void *buf, size_t len);
+int bch_meta_read(struct bch_cache_set *set, struct bch_member *m,
+		  const char *what, const __le64 *offset, __le32 *cur,
+		  __le32 *csum, __le32 *csum_other, void *buf, size_t len);
 
 /* uuids.c */
 int bch_uuids_read(struct bch_cache_set *set, char **error);
@@ -350,7 +408,10 @@ void bch_uuids_work(struct work_struct *work);
 
 /* alloc.c */
 int bch_alloc_init(struct bch_cache_set *set);
-void bch_alloc_exit(struct bch_cache_set *set);
+u64 bch_set_buckets(struct bch_cache_set *set);
+u64 bch_set_sectors(struct bch_cache_set *set);
+u64 bch_set_used(struct bch_cache_set *set);
+bool bch_set_free_low(struct bch_cache_set *set);
 void bch_alloc_load(struct bch_cache_set *set);
 int bch_alloc_data(struct bch_cache_set *set, u32 sectors, u64 *ptr, u8 *gen,
 		   u32 *got);
@@ -370,8 +431,8 @@ void bch_alloc_gc_apply(struct bch_cache_set *set, bool done);
 void bch_alloc_gc_take(struct bch_cache_set *set);
 void bch_alloc_checkpoint_start(struct bch_cache_set *set);
 void bch_alloc_checkpoint_end(struct bch_cache_set *set, bool done);
-void bch_alloc_persist_fill(struct bch_cache_set *set, struct bch_bucket_disk *d,
-			    u64 first, u64 n);
+void bch_alloc_persist_fill(struct bch_cache_set *set, struct bch_member *m,
+			    struct bch_bucket_disk *d, u64 first, u64 n);
 void bch_alloc_persist_done(struct bch_cache_set *set, bool ok);
 
 /* index.c */
@@ -482,7 +543,8 @@ bool bch_fault(enum bch_fault_point point);
 unsigned int bch_fault_wait_ms(enum bch_fault_wait wait);
 
 /* prio.c */
-int bch_prios_read(struct bch_cache_set *set, char **error);
+int bch_prios_read(struct bch_cache_set *set, struct bch_member *m,
+		   char **error);
 int bch_prios_write(struct bch_cache_set *set);
 bool bch_prios_load_state(struct bch_cache_set *set);
 void bch_prios_read_done(struct bch_cache_set *set);

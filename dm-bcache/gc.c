@@ -29,11 +29,16 @@
 static struct bch_bucket *bch_gc_bucket(struct bch_cache_set *set,
 					const struct bch_bkey *k)
 {
-	u64 bucket = bch_key_sector(k) / set->bucket_size;
+	u64 bucket = bch_ptr_bucket_nr(set, k->ptr[0]);
+	unsigned int dev = bch_ptr_dev(k->ptr[0]);
+	struct bch_member *m;
 
-	if (bucket < set->first_bucket || bucket >= set->nbuckets)
+	if (dev >= set->nr_members)
 		return NULL;
-	return &set->buckets[bucket];
+	m = set->members[dev];
+	if (bucket < m->first_bucket || bucket >= m->nbuckets)
+		return NULL;
+	return &m->buckets[bucket];
 }
 
 /*
@@ -118,7 +123,7 @@ bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 
 	return k->inode == BCH_INODE_NONE ||
 	       k->inode != bch_slot_inode(set, k->inode % BCH_UUID_SLOTS) ||
-	       bch_ptr_stale(set, bch_key_sector(k), bch_key_gen(k));
+	       bch_ptr_stale(set, bch_key_loc(k), bch_key_gen(k));
 }
 
 /*

@@ -86,10 +86,17 @@ static int bch_op_io(struct bch_btree *b, bool write, u64 bucket, u32 offset,
 		     void *buf, u32 sectors)
 {
 	struct bch_cache_set *set = b->priv;
+	unsigned int dev = bch_node_bucket_dev(bucket);
+	u64 nr = bch_node_bucket_nr(bucket);
+	struct bch_member *m;
 
-	if (bucket < set->first_bucket || bucket >= set->nbuckets ||
+	/* A node pointer that passed btree.c's check but not the layout. */
+	if (dev >= set->nr_members)
+		return -EUCLEAN;
+	m = set->members[dev];
+	if (nr < m->first_bucket || nr >= m->nbuckets ||
 	    offset + sectors > set->bucket_size)
-		return -EINVAL;
+		return -EUCLEAN;
 	/*
 	 * Not from within a bio's submission (map()): what it submits is
 	 * queued until it returns, so waiting for it would never end.
@@ -102,10 +109,10 @@ static int bch_op_io(struct bch_btree *b, bool write, u64 bucket, u32 offset,
 	 * to, which are written without FUA: flush them first. A node
 	 * written whole goes to a bucket nothing on disk names yet.
 	 */
-	return bch_meta_io(set, REQ_META | (!write ? REQ_OP_READ :
-			   offset ? REQ_OP_WRITE | REQ_PREFLUSH : REQ_OP_WRITE),
-			   bucket * set->bucket_size + offset, buf,
-			   (size_t)sectors << SECTOR_SHIFT);
+	return bch_member_io(set, m, REQ_META | (!write ? REQ_OP_READ :
+			     offset ? REQ_OP_WRITE | REQ_PREFLUSH : REQ_OP_WRITE),
+			     nr * set->bucket_size + offset, buf,
+			     (size_t)sectors << SECTOR_SHIFT);
 }
 
 /* The journal's rule for its keys (journal.c): one rule for both. */
@@ -131,6 +138,7 @@ static void bch_index_setup(struct bch_cache_set *set)
 	b->ops = &bch_btree_ops;
 	b->priv = set;
 	b->bucket_sectors = set->bucket_size;
+	b->nr_members = set->nr_members;
 	b->block_sectors = set->block_size;
 	b->key_bytes = set->key_bytes;
 	b->max_sets = 4;
@@ -144,17 +152,20 @@ static void bch_index_setup(struct bch_cache_set *set)
  */
 static void bch_index_drop(struct bch_cache_set *set)
 {
+	struct bch_member *m;
 	u64 i;
 
 	bch_btree_free(&set->btree);
 	bch_index_setup(set);
-	for (i = 0; i < set->nbuckets; i++) {
-		struct bch_bucket *b = &set->buckets[i];
+	bch_for_each_member(m, set) {
+		for (i = 0; i < m->nbuckets; i++) {
+			struct bch_bucket *b = &m->buckets[i];
 
-		b->sectors = 0;
-		b->dirty = 0;
-		b->state = BCH_B_FREE;
-		b->last_gc = b->gen;
+			b->sectors = 0;
+			b->dirty = 0;
+			b->state = BCH_B_FREE;
+			b->last_gc = b->gen;
+		}
 	}
 	for (i = 0; i < BCH_UUID_SLOTS; i++)
 		atomic64_set(&set->slots[i].dirty, 0);
@@ -263,7 +274,7 @@ static void bch_index_shrinker_stop(struct bch_cache_set *set)
 static int bch_replay_mark(struct bch_cache_set *set, const struct bch_bkey *k,
 			   void *arg)
 {
-	struct bch_bucket *b = &set->buckets[bch_key_sector(k) / set->bucket_size];
+	struct bch_bucket *b = bch_ptr_bucket(set, k->ptr[0]);
 	unsigned int slot = k->inode % BCH_UUID_SLOTS;
 
 	if (!(k->flags & BCH_KEY_HOLE) && bch_key_gen(k) == b->gen) {
@@ -509,11 +520,11 @@ int bch_index_lookup(struct bch_cache_set *set, u32 inode, u64 start, u64 end,
 }
 
 /*
- * The checksummed range at @ptr, @gen (origin [@sector, +@sectors)) holds
- * bad data: punch its clean keys that are still in the index (not
- * overwritten, the bucket not reused) out of it, so that the range is
- * read from the origin. A failure leaves them: the next read finds the
- * error again.
+ * The checksummed range at location @ptr, @gen (origin [@sector,
+ * +@sectors)) holds bad data: punch its clean keys that are still in the
+ * index (not overwritten, the bucket not reused) out of it, so that the
+ * range is read from the origin. A failure leaves them: the next read
+ * finds the error again.
  */
 void bch_index_drop_bad(struct bch_cache_set *set, u32 inode, u64 sector,
 			u32 sectors, u64 ptr, u8 gen)
@@ -529,7 +540,7 @@ void bch_index_drop_bad(struct bch_cache_set *set, u32 inode, u64 sector,
 			break;
 		if (!r || bch_key_gen(&k) != gen || (k.flags & BCH_KEY_DIRTY) ||
 		    !(k.flags & BCH_KEY_CSUM) ||
-		    bch_key_sector(&k) - k.csum_front != ptr)
+		    bch_key_loc(&k) - k.csum_front != ptr)
 			continue;
 		hole = (struct bch_bkey) {
 			.inode	= inode,

@@ -64,6 +64,7 @@ int bch_journal_init(struct bch_cache_set *set)
 	unsigned int i;
 
 	j->set = set;
+	j->member = set->members[0];
 	spin_lock_init(&j->lock);
 	init_waitqueue_head(&j->idle);
 	bio_list_init(&j->cp_waiters);
@@ -158,7 +159,7 @@ static int bch_jset_check(struct bch_cache_set *set, struct bch_jset_disk *d,
  */
 const char *bch_key_invalid(struct bch_cache_set *set, const struct bch_bkey *k)
 {
-	return bch_leaf_key_invalid(k, set->version, &set->geom, 1);
+	return bch_leaf_key_invalid(k, set->version, set->geom, set->nr_members);
 }
 
 /* Read the good entry with @seq at ring sector @pos into the first buffer. */
@@ -169,8 +170,8 @@ static int bch_jset_read(struct bch_cache_set *set, u64 pos, u64 seq)
 			 set->bucket_size - pos % set->bucket_size);
 	int r;
 
-	r = bch_meta_io(set, REQ_OP_READ, j->ring_start + pos, j->buf[0].data,
-			(size_t)room << SECTOR_SHIFT);
+	r = bch_member_io(set, j->member, REQ_OP_READ, j->ring_start + pos,
+			  j->buf[0].data, (size_t)room << SECTOR_SHIFT);
 	if (r)
 		return r;
 	return bch_jset_check(set, j->buf[0].data, seq, false, room) < 0 ?
@@ -200,8 +201,8 @@ static int bch_journal_check_end(struct bch_cache_set *set,
 	if (!buf)
 		return -ENOMEM;
 	for (b = 0; !r && b < j->ring_sectors; b += set->bucket_size) {
-		r = bch_meta_io(set, REQ_OP_READ, j->ring_start + b, buf,
-				bucket_bytes);
+		r = bch_member_io(set, j->member, REQ_OP_READ,
+				  j->ring_start + b, buf, bucket_bytes);
 		for (off = 0; !r && off < set->bucket_size; off += block) {
 			d = (void *)(buf + (off << SECTOR_SHIFT));
 			if (bch_jset_check(set, d, 0, true,
@@ -363,7 +364,7 @@ static void bch_journal_submit(struct bch_journal *j, struct bch_jbuf *jb)
 		queue_work(j->wq, &j->done_work);
 		return;
 	}
-	bio_init(&jb->bio, set->bdev, jb->bvecs, ARRAY_SIZE(jb->bvecs),
+	bio_init(&jb->bio, j->member->bdev, jb->bvecs, ARRAY_SIZE(jb->bvecs),
 		 REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA | REQ_SYNC | REQ_META);
 	jb->bio.bi_iter.bi_sector = jb->sector;
 	for (off = 0; off < bytes; off += PAGE_SIZE)

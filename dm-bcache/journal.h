@@ -40,6 +40,7 @@ struct bch_jpos {
 
 struct bch_journal {
 	struct bch_cache_set	*set;
+	struct bch_member	*member;	/* the ring's */
 	spinlock_t		lock;		/* all below; also from endio work */
 	struct bch_jbuf		buf[2];
 	struct bch_jbuf		*cur;		/* being filled */

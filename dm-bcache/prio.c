@@ -17,19 +17,21 @@
 
 #define BCH_PRIO_CHUNK	BIT(20)		/* bytes: a multiple of 4 KiB */
 
-static size_t bch_prio_bytes(struct bch_cache_set *set)
+static size_t bch_prio_bytes(struct bch_member *m)
 {
-	return (size_t)le32_to_cpu(set->sb->prio_sectors) << SECTOR_SHIFT;
+	return (size_t)le32_to_cpu(m->sb->prio_sectors) << SECTOR_SHIFT;
 }
 
-static size_t bch_prio_chunk_bytes(struct bch_cache_set *set)
+static size_t bch_prio_chunk_bytes(struct bch_member *m)
 {
-	return min_t(size_t, bch_prio_bytes(set), BCH_PRIO_CHUNK);
+	return min_t(size_t, bch_prio_bytes(m), BCH_PRIO_CHUNK);
 }
 
-int bch_prios_read(struct bch_cache_set *set, char **error)
+/* Read member @m's bucket array (its superblock validated). */
+int bch_prios_read(struct bch_cache_set *set, struct bch_member *m,
+		   char **error)
 {
-	struct bch_sb_disk *sb = set->sb;
+	struct bch_sb_disk *sb = m->sb;
 	u64 jfirst = le64_to_cpu(sb->journal_first);
 	u32 jn = le32_to_cpu(sb->journal_buckets);
 	struct bch_bucket_disk *d;
@@ -37,26 +39,26 @@ int bch_prios_read(struct bch_cache_set *set, char **error)
 	int r;
 
 	*error = "cannot allocate the bucket array";
-	set->buckets = vzalloc(array_size(set->nbuckets, sizeof(*set->buckets)));
-	set->prio_buf = vmalloc(bch_prio_bytes(set));
-	set->prio_chunk = kvmalloc(bch_prio_chunk_bytes(set), GFP_KERNEL);
-	if (!set->buckets || !set->prio_buf || !set->prio_chunk)
+	m->buckets = vzalloc(array_size(m->nbuckets, sizeof(*m->buckets)));
+	m->prio_buf = vmalloc(bch_prio_bytes(m));
+	m->prio_chunk = kvmalloc(bch_prio_chunk_bytes(m), GFP_KERNEL);
+	if (!m->buckets || !m->prio_buf || !m->prio_chunk)
 		return -ENOMEM;
 
-	r = bch_meta_read(set, "bucket array", sb->prio_offset,
+	r = bch_meta_read(set, m, "bucket array", sb->prio_offset,
 			  &sb->prio_current, &sb->prio_csum,
-			  &sb->prio_csum_other, set->prio_buf,
-			  bch_prio_bytes(set));
+			  &sb->prio_csum_other, m->prio_buf,
+			  bch_prio_bytes(m));
 	if (r) {
 		*error = r == -EIO ? "cannot read the bucket array" :
 			"bucket array checksum mismatch";
 		return r;
 	}
 
-	d = set->prio_buf;
-	for (i = 0; i < set->nbuckets; i++) {
-		struct bch_bucket *b = &set->buckets[i];
-		bool meta = i < set->first_bucket;
+	d = m->prio_buf;
+	for (i = 0; i < m->nbuckets; i++) {
+		struct bch_bucket *b = &m->buckets[i];
+		bool meta = i < m->first_bucket;
 
 		b->prio = le16_to_cpu(d[i].prio);
 		b->gen = d[i].gen;
@@ -72,27 +74,26 @@ int bch_prios_read(struct bch_cache_set *set, char **error)
 	return 0;
 }
 
-/* The open is done with the copy it read. */
+/* The open is done with the copies it read. */
 void bch_prios_read_done(struct bch_cache_set *set)
 {
-	vfree(set->prio_buf);
-	set->prio_buf = NULL;
+	struct bch_member *m;
+
+	bch_for_each_member(m, set) {
+		vfree(m->prio_buf);
+		m->prio_buf = NULL;
+	}
 }
 
-/*
- * Take the bucket states the array holds (BCH_BUCKET_STATE), instead of
- * counting the index: valid only if the superblock says so. Metadata
- * and journal buckets have none. Before bch_prios_read_done() only.
- */
-bool bch_prios_load_state(struct bch_cache_set *set)
+/* Take member @m's bucket states (bch_prios_load_state()). */
+static void bch_prios_load_member(struct bch_cache_set *set,
+				  struct bch_member *m)
 {
-	struct bch_bucket_disk *d = set->prio_buf;
+	struct bch_bucket_disk *d = m->prio_buf;
 	u64 i;
 
-	if (WARN_ON(!d) || !bch_bucket_state_valid(set->sb))
-		return false;
-	for (i = set->first_bucket; i < set->nbuckets; i++) {
-		struct bch_bucket *b = &set->buckets[i];
+	for (i = m->first_bucket; i < m->nbuckets; i++) {
+		struct bch_bucket *b = &m->buckets[i];
 		u8 f = d[i].flags;
 
 		if (b->flags)
@@ -106,50 +107,99 @@ bool bch_prios_load_state(struct bch_cache_set *set)
 		if (f & BCH_BUCKET_DIRTY)
 			b->dirty = set->bucket_size;
 	}
+}
+
+/*
+ * Take the bucket states the array holds (BCH_BUCKET_STATE), instead of
+ * counting the index: valid only if the superblock says so. Metadata
+ * and journal buckets have none. Before bch_prios_read_done() only.
+ */
+bool bch_prios_load_state(struct bch_cache_set *set)
+{
+	struct bch_member *m;
+
+	if (!bch_bucket_state_valid(set->sb))
+		return false;
+	bch_for_each_member(m, set)
+		if (WARN_ON(!m->prio_buf))
+			return false;
+	bch_for_each_member(m, set)
+		bch_prios_load_member(set, m);
 	return true;
 }
 
 /*
- * Fill and write the other copy a chunk at a time, then name it in the
- * superblock. The chunks are filled at different moments; each bucket's
+ * Fill and write member @m's other copy a chunk at a time: its checksum
+ * in @csum. The chunks are filled at different moments; each bucket's
  * entry is what was true when its chunk was filled, and a bucket whose
  * gen moves after that waits for the next write (alloc.c).
  */
-int bch_prios_write(struct bch_cache_set *set)
+static int bch_prios_write_member(struct bch_cache_set *set,
+				  struct bch_member *m, u32 *csum)
 {
-	struct bch_sb_disk *sb = set->sb;
-	unsigned int next = !le32_to_cpu(sb->prio_current);
-	__le32 old_cur = sb->prio_current, old_csum = sb->prio_csum;
-	__le32 old_other = sb->prio_csum_other;
-	size_t total = bch_prio_bytes(set), chunk = bch_prio_chunk_bytes(set);
-	sector_t where = le64_to_cpu(sb->prio_offset[next]);
+	unsigned int next = !le32_to_cpu(m->sb->prio_current);
+	size_t total = bch_prio_bytes(m), chunk = bch_prio_chunk_bytes(m);
+	sector_t where = le64_to_cpu(m->sb->prio_offset[next]);
 	u64 per = chunk / sizeof(struct bch_bucket_disk);
 	size_t done;
 	u32 crc = ~0U;
 	int r = 0;
 
-	lockdep_assert_held(&set->lock);
 	for (done = 0; done < total && !r; done += chunk) {
 		size_t len = min(chunk, total - done);
 		u64 first = done / sizeof(struct bch_bucket_disk);
 
-		memset(set->prio_chunk, 0, len);
-		if (first < set->nbuckets)
-			bch_alloc_persist_fill(set, set->prio_chunk, first,
-					       min(per, set->nbuckets - first));
-		crc = crc32c(crc, set->prio_chunk, len);
-		r = bch_meta_io(set, REQ_OP_WRITE, where + (done >> SECTOR_SHIFT),
-				set->prio_chunk, len);
+		memset(m->prio_chunk, 0, len);
+		if (first < m->nbuckets)
+			bch_alloc_persist_fill(set, m, m->prio_chunk, first,
+					       min(per, m->nbuckets - first));
+		crc = crc32c(crc, m->prio_chunk, len);
+		r = bch_member_io(set, m, REQ_OP_WRITE,
+				  where + (done >> SECTOR_SHIFT),
+				  m->prio_chunk, len);
+	}
+	*csum = ~crc;
+	return r;
+}
+
+/*
+ * Write every member's other copy, then name them in the superblocks: a
+ * crash before that leaves every member's previous copy in force.
+ */
+int bch_prios_write(struct bch_cache_set *set)
+{
+	struct {
+		__le32	cur, csum, other;
+	} old[BCH_MAX_MEMBERS];
+	u32 csum[BCH_MAX_MEMBERS];
+	struct bch_sb_disk *sb;
+	struct bch_member *m;
+	int r = 0;
+
+	lockdep_assert_held(&set->lock);
+	bch_for_each_member(m, set) {
+		r = bch_prios_write_member(set, m, &csum[m->idx]);
+		if (r)
+			break;
 	}
 	if (!r) {
-		sb->prio_current = cpu_to_le32(next);
-		sb->prio_csum_other = sb->prio_csum;
-		sb->prio_csum = cpu_to_le32(~crc);
+		bch_for_each_member(m, set) {
+			sb = m->sb;
+			old[m->idx].cur = sb->prio_current;
+			old[m->idx].csum = sb->prio_csum;
+			old[m->idx].other = sb->prio_csum_other;
+			sb->prio_current = cpu_to_le32(!le32_to_cpu(sb->prio_current));
+			sb->prio_csum_other = sb->prio_csum;
+			sb->prio_csum = cpu_to_le32(csum[m->idx]);
+		}
 		r = bch_sb_write(set);
 		if (r) {
-			sb->prio_current = old_cur;
-			sb->prio_csum_other = old_other;
-			sb->prio_csum = old_csum;
+			bch_for_each_member(m, set) {
+				sb = m->sb;
+				sb->prio_current = old[m->idx].cur;
+				sb->prio_csum = old[m->idx].csum;
+				sb->prio_csum_other = old[m->idx].other;
+			}
 		}
 	}
 	/* Buckets whose new gen is on disk may be written now. */

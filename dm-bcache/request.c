@@ -38,7 +38,7 @@
 struct bch_io {
 	struct bch_target	*bt;
 	struct bvec_iter	iter;	/* the bio in origin sectors */
-	u64			ptr;	/* hit or cached write: cache sector */
+	u64			ptr;	/* hit or cached write: its location */
 	u64			snap;	/* track.c, over [sector, +snap_sectors) */
 	u32			snap_sectors;
 	u32			inode;
@@ -80,7 +80,7 @@ struct bch_fill {
 	u32			inode;
 	u64			snap;	/* track.c, over [sector, +snap_sectors) */
 	u32			snap_sectors;
-	u64			ptr;	/* cached write: already written here */
+	u64			ptr;	/* cached write: already written here (location) */
 	u8			gen;
 	bool			written;
 	bool			rewrite; /* of pieces read from the cache */
@@ -201,7 +201,7 @@ static void bch_fill_free(struct bch_fill *f)
 	bch_fill_put(bt);
 }
 
-/* A write of @sectors of @f's pages (from the first) to @ptr on the cache. */
+/* A write of @sectors of @f's pages (from the first) to location @ptr. */
 static struct bio *bch_pages_bio(struct bch_cache_set *set, struct bch_fill *f,
 				 u32 off, u32 sectors, u64 ptr, gfp_t gfp)
 {
@@ -209,13 +209,13 @@ static struct bio *bch_pages_bio(struct bch_cache_set *set, struct bch_fill *f,
 	struct bio *bio;
 
 	/* Pieces start on block boundaries, maybe inside a page. */
-	bio = bio_alloc(set->bdev,
+	bio = bio_alloc(bch_ptr_bdev(set, ptr),
 			DIV_ROUND_UP(offset_in_page(off << SECTOR_SHIFT) +
 				     (sectors << SECTOR_SHIFT), PAGE_SIZE),
 			REQ_OP_WRITE, gfp);
 	if (!bio)
 		return NULL;
-	bio->bi_iter.bi_sector = ptr;
+	bio->bi_iter.bi_sector = bch_ptr_sector(ptr);
 	for (off <<= SECTOR_SHIFT; off < end; off += bytes) {
 		bytes = min_t(u32, PAGE_SIZE - offset_in_page(off), end - off);
 		__bio_add_page(bio, f->pages[off >> PAGE_SHIFT], bytes,
@@ -252,7 +252,7 @@ static void bch_fill_done(struct bch_index_op *op, int r)
 
 	if (!r)
 		bch_journal_add(bt->set, &op->k, NULL);
-	bch_alloc_done(bt->set, bch_key_sector(&op->k), r ? 0 : op->k.size);
+	bch_alloc_done(bt->set, bch_key_loc(&op->k), r ? 0 : op->k.size);
 	if (r)
 		return;
 	atomic64_add(op->k.size, &bt->stats.filled);
@@ -301,7 +301,7 @@ static int bch_fill_index(struct bch_fill *f, u64 sector, u32 sectors, u64 ptr,
 			.inode	= f->inode,
 			.size	= n,
 			.end	= sector + done + n,
-			.ptr	= { bch_ptr(0, gen, ptr + done) },
+			.ptr	= { bch_loc_ptr(ptr + done, gen) },
 			.nptrs	= 1,
 		};
 		if (csums)
@@ -590,7 +590,7 @@ static int bch_csum_reread(struct bch_cache_set *set, u64 ptr, u8 gen,
 	void *buf = mempool_alloc(set->reread_pool, GFP_NOIO);
 	int r;
 
-	r = bch_meta_io(set, REQ_OP_READ, ptr, buf, bytes);
+	r = bch_loc_io(set, REQ_OP_READ, ptr, buf, bytes);
 	if (!r && bch_ptr_stale(set, ptr, gen))
 		r = -ESTALE;
 	else if (!r && bch_crc32c(buf, bytes) != csum)
@@ -684,7 +684,8 @@ static struct bio *bch_bounce_alloc(struct bch_target *bt, struct bio *bio,
 		return NULL;
 	p = &b->p;
 	p->bounced = 1;
-	bio_init(&p->bio, bt->set->bdev, b->bvecs, BCH_CSUM_PAGES, REQ_OP_READ);
+	bio_init(&p->bio, bch_ptr_bdev(bt->set, k->ptr[0]), b->bvecs,
+		 BCH_CSUM_PAGES, REQ_OP_READ);
 	for (i = 0; i * PAGE_SIZE < bytes; i++) {
 		b->pages[i] = alloc_page(gfp);
 		if (!b->pages[i]) {
@@ -729,7 +730,8 @@ static struct bio *bch_piece_alloc(struct bch_target *bt, struct bio *bio,
 	if (bch_piece_bounces(k, verify)) {
 		clone = bch_bounce_alloc(bt, bio, off, k, gfp);
 	} else {
-		clone = bio_alloc_clone(bt->set->bdev, bio, gfp, &bt->bs);
+		clone = bio_alloc_clone(bch_ptr_bdev(bt->set, k->ptr[0]), bio,
+					gfp, &bt->bs);
 		if (clone) {
 			bio_trim(clone, off, k->size);
 			clone->bi_iter.bi_sector = bch_key_sector(k);
@@ -742,7 +744,7 @@ static struct bio *bch_piece_alloc(struct bch_target *bt, struct bio *bio,
 	clone->bi_end_io = bch_piece_endio;
 	clone->bi_private = bio;
 	p = container_of(clone, struct bch_piece, bio);
-	p->ptr = bch_key_sector(k);
+	p->ptr = bch_key_loc(k);
 	p->gen = bch_key_gen(k);
 	p->sector = bch_key_start(k);
 	p->off = off;
@@ -833,9 +835,10 @@ static int bch_read_mixed(struct bch_target *bt, struct bio *bio,
 	atomic_set(&io->pieces, bio_list_size(&clones));
 	atomic64_inc(dirty ? &bt->stats.read_hits : &bt->stats.read_misses);
 	while ((clone = bio_list_pop(&clones))) {
-		if (container_of(clone, struct bch_piece, bio)->ptr != BCH_PIECE_ORIGIN)
-			bch_bucket_hit(set, clone->bi_iter.bi_sector,
-				       bio_sectors(clone));
+		u64 ptr = container_of(clone, struct bch_piece, bio)->ptr;
+
+		if (ptr != BCH_PIECE_ORIGIN)
+			bch_bucket_hit(set, ptr, bio_sectors(clone));
 		submit_bio_noacct(clone);
 	}
 	return DM_MAPIO_SUBMITTED;
@@ -928,7 +931,8 @@ static int bch_read_pieces(struct bch_target *bt, struct bio *bio,
 		      (!bch_csums(set) || verify);
 	atomic64_inc(&bt->stats.read_hits);
 	while ((clone = bio_list_pop(clones))) {
-		bch_bucket_hit(set, clone->bi_iter.bi_sector, bio_sectors(clone));
+		bch_bucket_hit(set, container_of(clone, struct bch_piece, bio)->ptr,
+			       bio_sectors(clone));
 		submit_bio_noacct(clone);
 	}
 	return DM_MAPIO_SUBMITTED;
@@ -959,7 +963,7 @@ static int bch_read_bounce(struct bch_target *bt, struct bio *bio,
 	io->rewrite = 0;
 	atomic_set(&io->pieces, 1);
 	atomic64_inc(&bt->stats.read_hits);
-	bch_bucket_hit(bt->set, bch_key_sector(k), k->size);
+	bch_bucket_hit(bt->set, bch_key_loc(k), k->size);
 	submit_bio_noacct(clone);
 	return DM_MAPIO_SUBMITTED;
 }
@@ -1095,11 +1099,11 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	if (hit) {
 		io->kind = BCH_IO_HIT;
 		io->dirty = !!(k.flags & BCH_KEY_DIRTY);
-		io->ptr = bch_key_sector(&k);
+		io->ptr = bch_key_loc(&k);
 		io->gen = bch_key_gen(&k);
-		bio_set_dev(bio, set->bdev);
+		bio_set_dev(bio, bch_ptr_bdev(set, io->ptr));
 		bio->bi_iter.bi_sector = bch_key_sector(&k);
-		bch_bucket_hit(set, bch_key_sector(&k), sectors);
+		bch_bucket_hit(set, io->ptr, sectors);
 		atomic64_inc(&bt->stats.read_hits);
 		return DM_MAPIO_REMAPPED;
 	}
@@ -1267,10 +1271,11 @@ static void bch_write_to_cache(struct bch_target *bt, struct bio *bio,
 			io->copy = NULL;
 		}
 	} else if (got == sectors) {
-		clone = bio_alloc_clone(set->bdev, bio, GFP_NOIO, &bt->bs);
+		clone = bio_alloc_clone(bch_ptr_bdev(set, io->ptr), bio,
+					GFP_NOIO, &bt->bs);
 		if (clone) {
 			clone->bi_opf &= ~(REQ_FUA | REQ_PREFLUSH);
-			clone->bi_iter.bi_sector = io->ptr;
+			clone->bi_iter.bi_sector = bch_ptr_sector(io->ptr);
 		}
 	}
 	if (!clone) {
@@ -1432,8 +1437,8 @@ static int bch_write_dirty(struct bch_target *bt, struct bio *bio,
 		submit_bio_noacct(wbio);
 		return DM_MAPIO_SUBMITTED;
 	}
-	bio_set_dev(bio, set->bdev);
-	bio->bi_iter.bi_sector = io->ptr;
+	bio_set_dev(bio, bch_ptr_bdev(set, io->ptr));
+	bio->bi_iter.bi_sector = bch_ptr_sector(io->ptr);
 	return DM_MAPIO_REMAPPED;
 }
 
@@ -1733,7 +1738,7 @@ static void bch_dirty_index_work(struct work_struct *work)
 				.inode	= io->inode,
 				.size	= sectors,
 				.end	= io->iter.bi_sector + sectors,
-				.ptr	= { bch_ptr(0, io->gen, io->ptr) },
+				.ptr	= { bch_loc_ptr(io->ptr, io->gen) },
 				.nptrs	= 1,
 				.flags	= BCH_KEY_DIRTY,
 			},

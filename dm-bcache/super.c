@@ -89,10 +89,19 @@ int bch_dev_io(struct bch_cache_set *set, struct block_device *bdev,
 	return r;
 }
 
-int bch_meta_io(struct bch_cache_set *set, blk_opf_t opf, sector_t sector,
-		void *buf, size_t len)
+/* IO of a member's metadata at @sector of it. */
+int bch_member_io(struct bch_cache_set *set, struct bch_member *m,
+		  blk_opf_t opf, sector_t sector, void *buf, size_t len)
 {
-	return bch_dev_io(set, set->bdev, opf, sector, buf, len);
+	return bch_dev_io(set, m->bdev, opf, sector, buf, len);
+}
+
+/* IO at @loc, a location (bch_ptr_loc()): cached data. */
+int bch_loc_io(struct bch_cache_set *set, blk_opf_t opf, u64 loc, void *buf,
+	       size_t len)
+{
+	return bch_dev_io(set, bch_ptr_bdev(set, loc), opf, bch_ptr_sector(loc),
+			  buf, len);
 }
 
 /*
@@ -122,17 +131,18 @@ void bch_cache_io_error(struct bch_cache_set *set, bool write)
  * current one and the set opens cold (meta_fallback). Returns -EIO if
  * the device cannot be read, -EINVAL if neither copy is good.
  */
-int bch_meta_read(struct bch_cache_set *set, const char *what,
-		  const __le64 *offset, __le32 *cur, __le32 *csum,
-		  __le32 *csum_other, void *buf, size_t len)
+int bch_meta_read(struct bch_cache_set *set, struct bch_member *m,
+		  const char *what, const __le64 *offset, __le32 *cur,
+		  __le32 *csum, __le32 *csum_other, void *buf, size_t len)
 {
 	unsigned int i = le32_to_cpu(*cur);
 
-	if (bch_meta_io(set, REQ_OP_READ, le64_to_cpu(offset[i]), buf, len))
+	if (bch_member_io(set, m, REQ_OP_READ, le64_to_cpu(offset[i]), buf, len))
 		return -EIO;
 	if (bch_crc32c(buf, len) == le32_to_cpu(*csum))
 		return 0;
-	if (bch_meta_io(set, REQ_OP_READ, le64_to_cpu(offset[!i]), buf, len))
+	if (bch_member_io(set, m, REQ_OP_READ, le64_to_cpu(offset[!i]), buf,
+			  len))
 		return -EIO;
 	if (bch_crc32c(buf, len) != le32_to_cpu(*csum_other))
 		return -EINVAL;
@@ -156,16 +166,19 @@ static u32 bch_sb_csum(const struct bch_sb_disk *sb)
  */
 int bch_sb_write(struct bch_cache_set *set)
 {
-	struct bch_sb_disk *sb = set->sb;
+	struct bch_member *m = set->members[0];
+	struct bch_sb_disk *sb = m->sb;
 	int r;
 
 	lockdep_assert_held(&set->lock);
+	/* Sets of one, so far: a set of several writes every member's. */
+	WARN_ON_ONCE(set->nr_members > 1);
 	le64_add_cpu(&sb->seq, 1);
 	/* The bucket states on disk hold for the checkpoint it names. */
 	sb->state_seq = set->states_ok ? sb->seq : 0;
 	sb->csum = cpu_to_le32(bch_sb_csum(sb));
-	r = bch_meta_io(set, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA | REQ_SYNC,
-			BCH_SB_SECTOR, sb, BCH_SB_SIZE);
+	r = bch_member_io(set, m, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA |
+			  REQ_SYNC, BCH_SB_SECTOR, sb, BCH_SB_SIZE);
 	if (r)
 		DMERR("%s: superblock write failed: %d", set->name, r);
 	return r;
@@ -194,10 +207,10 @@ static const char *bch_sb_validate_journal(struct bch_sb_disk *sb,
 }
 
 /* Check everything the rest of the code trusts about the superblock. */
-static const char *bch_sb_validate(struct bch_cache_set *set,
+static const char *bch_sb_validate(struct block_device *bdev,
 				   struct bch_sb_disk *sb)
 {
-	sector_t dev_sectors = bdev_nr_sectors(set->bdev);
+	sector_t dev_sectors = bdev_nr_sectors(bdev);
 	u32 block = le32_to_cpu(sb->block_size);
 	u32 bucket = le32_to_cpu(sb->bucket_size);
 	u64 nbuckets = le64_to_cpu(sb->nbuckets);
@@ -212,7 +225,7 @@ static const char *bch_sb_validate(struct bch_cache_set *set,
 	    le32_to_cpu(sb->version) > BCH_SB_VERSION)
 		return "unsupported cache superblock version";
 	if (!is_pow2_in(block, BCH_MIN_BLOCK_SECTORS, BCH_MAX_BLOCK_SECTORS) ||
-	    (block << SECTOR_SHIFT) < bdev_logical_block_size(set->bdev))
+	    (block << SECTOR_SHIFT) < bdev_logical_block_size(bdev))
 		return "cache superblock has a bad block size";
 	if (!is_pow2_in(bucket, block, BCH_MAX_BUCKET_SECTORS))
 		return "cache superblock has a bad bucket size";
@@ -242,14 +255,29 @@ static const char *bch_sb_validate(struct bch_cache_set *set,
 	why = bch_sb_validate_journal(sb, nbuckets, bucket, block);
 	if (!why)
 		why = bch_sb_members_invalid(sb);
-	if (!why && bch_sb_members(sb, BCH_MEMBER_ACTIVE) +
-		    bch_sb_members(sb, BCH_MEMBER_FAILED) > 1)
+	if (!why && (bch_sb_members(sb, BCH_MEMBER_ACTIVE) +
+		     bch_sb_members(sb, BCH_MEMBER_FAILED) > 1 ||
+		     le32_to_cpu(sb->dev_idx)))
 		why = "cache device is one member of a set of several: not supported yet";
 	return why;
 }
 
+static void bch_member_free(struct bch_member *m)
+{
+	if (!m)
+		return;
+	vfree(m->prio_buf);
+	kvfree(m->prio_chunk);
+	vfree(m->buckets);
+	vfree(m->free_fifo);
+	kfree(m->sb);
+	kfree(m);
+}
+
 static void bch_set_free(struct bch_cache_set *set)
 {
+	unsigned int i;
+
 	/*
 	 * Checkpoints use the journal, whose work queues checkpoints: the
 	 * entry in flight ends first, then no checkpoint runs or comes.
@@ -267,13 +295,10 @@ static void bch_set_free(struct bch_cache_set *set)
 		destroy_workqueue(set->wq);
 	}
 	bch_index_free(set);
-	bch_alloc_exit(set);
 	mempool_destroy(set->reread_pool);
 	kvfree(set->uuids);
-	vfree(set->prio_buf);
-	kvfree(set->prio_chunk);
-	vfree(set->buckets);
-	kfree(set->sb);
+	for (i = 0; i < BCH_MAX_MEMBERS; i++)
+		bch_member_free(set->members[i]);
 	if (set->io)
 		dm_io_client_destroy(set->io);
 	kfree(set);
@@ -284,6 +309,7 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 {
 	struct bch_failed_set *failed;
 	struct bch_cache_set *set;
+	struct bch_member *m;
 	bool trusted, lost;
 	const char *why;
 	int r = -ENOMEM;
@@ -298,13 +324,19 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 	spin_lock_init(&set->uuid_waiters_lock);
 	bio_list_init(&set->fp_waiters);
 	set->dev = bdev->bd_dev;
-	set->bdev = bdev;
 	snprintf(set->name, sizeof(set->name), "%pg", bdev);
 
 	*error = "cannot allocate cache set";
-	set->sb = kmalloc(BCH_SB_SIZE, GFP_KERNEL);
-	if (!set->sb)
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
 		goto err;
+	set->members[0] = m;
+	set->nr_members = 1;
+	m->bdev = bdev;
+	m->sb = kmalloc(BCH_SB_SIZE, GFP_KERNEL);
+	if (!m->sb)
+		goto err;
+	set->sb = m->sb;
 	set->io = dm_io_client_create();
 	if (IS_ERR(set->io)) {
 		r = PTR_ERR(set->io);
@@ -321,12 +353,12 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 		*error = "cache device is read-only";
 		goto err;
 	}
-	r = bch_meta_io(set, REQ_OP_READ, BCH_SB_SECTOR, set->sb, BCH_SB_SIZE);
+	r = bch_member_io(set, m, REQ_OP_READ, BCH_SB_SECTOR, m->sb, BCH_SB_SIZE);
 	if (r) {
 		*error = "cannot read the cache superblock";
 		goto err;
 	}
-	why = bch_sb_validate(set, set->sb);
+	why = bch_sb_validate(bdev, m->sb);
 	if (why) {
 		r = -EINVAL;
 		*error = (char *)why;
@@ -334,14 +366,15 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 	}
 	set->block_size = le32_to_cpu(set->sb->block_size);
 	set->bucket_size = le32_to_cpu(set->sb->bucket_size);
-	set->nbuckets = le64_to_cpu(set->sb->nbuckets);
-	set->first_bucket = le64_to_cpu(set->sb->first_bucket);
-	set->journal_buckets = le32_to_cpu(set->sb->journal_buckets);
 	set->version = le32_to_cpu(set->sb->version);
 	set->key_bytes = bch_key_bytes(set->version);
-	bch_sb_geom(set->sb, &set->geom);
+	m->idx = le32_to_cpu(m->sb->dev_idx);	/* 0: refused otherwise */
+	m->nbuckets = le64_to_cpu(m->sb->nbuckets);
+	m->first_bucket = le64_to_cpu(m->sb->first_bucket);
+	m->journal_buckets = le32_to_cpu(m->sb->journal_buckets);
+	bch_sb_geom(m->sb, &set->geom[m->idx]);
 
-	r = bch_prios_read(set, error);
+	r = bch_prios_read(set, m, error);
 	if (r)
 		goto err;
 	r = bch_uuids_read(set, error);
@@ -419,8 +452,7 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 	}
 
 	DMINFO("%s: cache set opened: %llu buckets of %u sectors",
-	       set->name, set->nbuckets - set->first_bucket - set->journal_buckets,
-	       set->bucket_size);
+	       set->name, bch_set_buckets(set), set->bucket_size);
 	return set;
 err:
 	bch_set_free(set);

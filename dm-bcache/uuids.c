@@ -41,7 +41,7 @@ int bch_uuids_read(struct bch_cache_set *set, char **error)
 	set->uuids = kvmalloc(bch_uuid_bytes(set), GFP_KERNEL);
 	if (!set->uuids)
 		return -ENOMEM;
-	r = bch_meta_read(set, "UUID table", sb->uuid_offset,
+	r = bch_meta_read(set, set->members[0], "UUID table", sb->uuid_offset,
 			  &sb->uuid_current, &sb->uuid_csum,
 			  &sb->uuid_csum_other, set->uuids, bch_uuid_bytes(set));
 	if (r) {
@@ -148,8 +148,9 @@ int bch_uuids_write(struct bch_cache_set *set)
 
 	lockdep_assert_held(&set->lock);
 	bch_uuids_fill_dirty(set);
-	r = bch_meta_io(set, REQ_OP_WRITE, le64_to_cpu(sb->uuid_offset[next]),
-			set->uuids, bch_uuid_bytes(set));
+	r = bch_member_io(set, set->members[0], REQ_OP_WRITE,
+			  le64_to_cpu(sb->uuid_offset[next]), set->uuids,
+			  bch_uuid_bytes(set));
 	if (r)
 		return r;
 	old_current = sb->uuid_current;

@@ -38,7 +38,7 @@
 struct bch_wb_extent {
 	u64	start;		/* origin */
 	u32	size;
-	u64	ptr;
+	u64	ptr;		/* location (bch_ptr_loc()) */
 	u8	gen;
 	u32	csum;		/* of the key's range, if csum_sectors */
 	u16	csum_front;
@@ -56,8 +56,7 @@ u64 bch_wb_target_of(struct bch_target *bt)
 {
 	struct bch_cache_set *set = bt->set;
 
-	return div_u64((set->nbuckets - set->first_bucket) * set->bucket_size *
-		       READ_ONCE(bt->wb.percent), 100);
+	return div_u64(bch_set_sectors(set) * READ_ONCE(bt->wb.percent), 100);
 }
 
 /*
@@ -255,7 +254,7 @@ static u64 bch_wb_collect_range(struct bch_target *bt, u32 inode,
 				e = &b->ext[b->nr];
 				e->start = pos;
 				e->size = k.size;
-				e->ptr = bch_key_sector(&k);
+				e->ptr = bch_key_loc(&k);
 				e->gen = bch_key_gen(&k);
 				e->csum = k.csum;
 				e->csum_front = k.csum_front;
@@ -408,7 +407,7 @@ static void bch_wb_mark_clean(struct bch_target *bt, struct bch_wb_extent *ext,
 			continue;	/* not written back */
 		if (bch_index_lookup(set, inode, e->start, e->start + e->size,
 				     &k) != 1 ||
-		    k.size != e->size || bch_key_sector(&k) != e->ptr ||
+		    k.size != e->size || bch_key_loc(&k) != e->ptr ||
 		    bch_key_gen(&k) != e->gen || !(k.flags & BCH_KEY_DIRTY))
 			continue;
 		dirty = k;
@@ -439,11 +438,11 @@ static int bch_wb_read(struct bch_target *bt, struct bch_wb_extent *e,
 	int r;
 
 	if (!e->csum_sectors || !bch_verify(bt)) {
-		r = bch_meta_io(set, REQ_OP_READ, e->ptr, buf, len);
+		r = bch_loc_io(set, REQ_OP_READ, e->ptr, buf, len);
 		*stale = !r && bch_ptr_stale(set, e->ptr, e->gen);
 		return r;
 	}
-	r = bch_meta_io(set, REQ_OP_READ, e->ptr - e->csum_front, data, range);
+	r = bch_loc_io(set, REQ_OP_READ, e->ptr - e->csum_front, data, range);
 	*stale = !r && bch_ptr_stale(set, e->ptr, e->gen);
 	if (r || *stale)
 		return r;
@@ -587,8 +586,7 @@ static void bch_wb_work(struct work_struct *work)
 		delay = BCH_WB_ERROR_DELAY;
 	} else if (waiting || atomic_read(&wb->flushing) ||
 		   bch_slot_dirty(bt) > bch_wb_target_of(bt) ||
-		   READ_ONCE(set->nr_free) <
-		   (set->nbuckets - set->first_bucket) / 16) {
+		   bch_set_free_low(set)) {
 		delay = b->nr || b->walked >= BCH_WB_WALK_MAX ||
 			wb->nr_loads ? 0 : HZ / 100;
 	}

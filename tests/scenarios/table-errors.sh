@@ -63,6 +63,19 @@ check "wipe the tiny device" dd if=/dev/zero of="$small" bs=1M count=8 conv=fsyn
 check "brd with a 4 KiB disk" modprobe brd rd_nr=1 rd_size=4
 bad "cache smaller than a superblock" "too small to hold a superblock" "0 $len bcache /dev/ram0 $origin"
 
+# A member of a set of two (format version 3): the module opens sets of
+# one device only, so far, and says so.
+if make-bcache -q --wipe -b 64k "$blank" "$small" 2>/tmp/mk; then
+	check_eq "blank is member 0 of the set" 0 \
+		"$(bcache-super-show -u "$blank" | awk -F'\t' '$1 == "sb.dev_idx" { print $2 }')"
+	bad "a member of a set of two" "one member of a set of several" \
+		"0 $len bcache $blank $origin"
+	bad "the other member" "one member of a set of several" \
+		"0 $len bcache $small $origin"
+else
+	check "version 2: a set of several refused" grep -q "needs format version 3" /tmp/mk
+fi
+
 check "a good table works afterwards" dmb_create good "$cache" "$origin"
 check "read through it" dd if=/dev/mapper/good of=/dev/null bs=64k count=16 iflag=direct
 check "remove it" dmb_remove good
