@@ -20,13 +20,11 @@
  * is not a dm-bcache device.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "index.h"
@@ -1123,20 +1121,6 @@ out:
 
 /* Repair. */
 
-/* As the kernel's bch_slot_bump_epoch(), freeing a slot that ran out. */
-static void bump_epoch(struct bch_uuid_disk *u)
-{
-	u32 epoch = le32toh(u->epoch);
-
-	if (epoch + 1 >= BCH_INODE_EPOCH_MAX) {
-		memset(u, 0, sizeof(*u));
-		u->epoch = htole32(epoch);
-		return;
-	}
-	u->epoch = htole32(epoch + 1);
-	u->flags &= ~htole32(BCH_UUID_FINGERPRINT);
-}
-
 static int write_region(struct bch_cache *c, const void *buf, size_t len, u64 sector)
 {
 	return bch_pwrite_all(&c->dev, buf, len, sector << BCH_SECTOR_SHIFT);
@@ -1233,7 +1217,6 @@ static int do_repair(struct bch_cache *c)
 	/* the UUID copy to start from, and the one to write */
 	unsigned int ugood = S.uuid_fallback ? !ucur : ucur;
 	const struct bch_uuid_disk *base = S.uuid_fallback ? S.uuid_other : c->uuids;
-	__le32 ugood_csum = S.uuid_fallback ? sb.uuid_csum_other : sb.uuid_csum;
 	bool drop = S.index_bad || ((S.prio_bad || S.uuid_fallback) && S.index_present);
 	struct bch_bucket_disk *fresh = NULL;
 	struct bch_uuid_disk *uuids = NULL;
@@ -1292,15 +1275,14 @@ static int do_repair(struct bch_cache *c)
 		memcpy(uuids, base, bch_uuid_bytes(c));
 		for (i = 0; i < BCH_UUID_SLOTS; i++) {
 			if (le32toh(uuids[i].flags) & BCH_UUID_VALID) {
-				bump_epoch(&uuids[i]);
+				/* as the kernel: a slot that ran out of epochs is freed */
+				if (!bch_slot_bump_epoch(&uuids[i]))
+					bch_slot_free(&uuids[i]);
 				bumped++;
 			}
 		}
-		if (write_region(c, uuids, bch_uuid_bytes(c), le64toh(sb.uuid_offset[!ugood])))
+		if (bch_uuids_write(&c->dev, &sb, uuids, ugood))
 			goto fail;
-		sb.uuid_current = htole32(!ugood);
-		sb.uuid_csum_other = ugood_csum;
-		sb.uuid_csum = htole32(bch_csum(uuids, bch_uuid_bytes(c)));
 		bch_sb_clear_root(&sb);
 		sb.btree_level = 0;
 		/*
@@ -1321,12 +1303,7 @@ static int do_repair(struct bch_cache *c)
 	}
 	/* The bucket states no longer describe what the index will be. */
 	sb.state_seq = 0;
-	/* What the superblock will name must be on the media first. */
-	if (bch_dev_sync(&c->dev))
-		goto fail;
-	sb.seq = htole64(le64toh(sb.seq) + 1);
-	sb.csum = htole32(bch_sb_csum(&sb));
-	if (bch_pwrite_all(&c->dev, &sb, sizeof(sb), BCH_SB_OFFSET) || bch_dev_sync(&c->dev))
+	if (bch_sb_write(&c->dev, &sb))
 		goto fail;
 
 	if (S.prio_bad && S.other_prio_ok)
@@ -1355,22 +1332,6 @@ out:
 	free(fresh);
 	free(uuids);
 	return ret;
-}
-
-/* Is a block device held by someone (a dm table, a mount)? */
-static bool in_use(const char *path)
-{
-	struct stat st;
-	int fd;
-
-	if (stat(path, &st) || !S_ISBLK(st.st_mode))
-		return false;
-	fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
-	if (fd >= 0) {
-		close(fd);
-		return false;
-	}
-	return errno == EBUSY;
 }
 
 int main(int argc, char **argv)
@@ -1442,7 +1403,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, PROG ": %s\n", bch_strerror());
 		return EXIT_UNREADABLE;
 	}
-	if (!S.repair && in_use(path))
+	if (!S.repair && bch_dev_in_use(path))
 		note("%s is in use (by a dm-bcache table?): the check may see metadata change under it",
 		     path);
 

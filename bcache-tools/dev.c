@@ -124,3 +124,19 @@ int bch_dev_sync(struct bch_dev *dev)
 			       strerror(errno));
 	return 0;
 }
+
+bool bch_dev_in_use(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (stat(path, &st) || !S_ISBLK(st.st_mode))
+		return false;
+	/* An exclusive open fails while a dm table or a mount holds it. */
+	fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return false;
+	}
+	return errno == EBUSY;
+}

@@ -40,6 +40,14 @@ void bch_uuid_format(const uint8_t uuid[16], char *buf);
 bool bch_uuid_is_nil(const uint8_t uuid[16]);
 /* A slot's BCH_UUID_* flags as "valid,attached,...", unknown bits in hex. */
 void bch_uuid_print_flags(uint32_t flags);
+/*
+ * As the kernel's bch_slot_bump_epoch(): drop all of a slot's cached
+ * data (its keys carry the old epoch), its fingerprint and its dirty
+ * count with it. False once the epoch is exhausted: then bch_slot_free().
+ */
+bool bch_slot_bump_epoch(struct bch_uuid_disk *u);
+/* Free a slot, keeping its epoch (never reset: see dm-bcache/uuids.c). */
+void bch_slot_free(struct bch_uuid_disk *u);
 
 /* crc32c.c: crc32c() has the kernel's semantics (no inversion). */
 uint32_t crc32c(uint32_t crc, const void *buf, size_t len);
@@ -60,6 +68,8 @@ int bch_pread_all(struct bch_dev *dev, void *buf, size_t len, uint64_t off);
 int bch_pwrite_all(struct bch_dev *dev, const void *buf, size_t len,
 		   uint64_t off);
 int bch_dev_sync(struct bch_dev *dev);
+/* Is the block device at @path held by someone (a dm table, a mount)? */
+bool bch_dev_in_use(const char *path);
 
 /* super.c */
 bool bch_sb_has_magic(const struct bch_sb_disk *sb);
@@ -76,6 +86,18 @@ int bch_sb_one_member(const struct bch_sb_disk *sb, const char *path,
 		      const char *doing);
 int bch_region_csum(struct bch_dev *dev, uint64_t sector, uint64_t sectors,
 		    uint32_t *csum);
+/*
+ * Rewriting metadata with the kernel's two-copy discipline: write the
+ * copy that is not the one trusted, then the superblock naming it.
+ * bch_uuids_write() writes @uuids (a whole table) over the copy that is
+ * not copy @from and names it in @sb as the current one, copy @from's
+ * checksum becoming the other's (the fallback), as the kernel's
+ * bch_uuids_write() does. bch_sb_write() then flushes what @sb names,
+ * writes @sb with its seq one up and a new checksum, and flushes again.
+ */
+int bch_uuids_write(struct bch_dev *dev, struct bch_sb_disk *sb,
+		    const struct bch_uuid_disk *uuids, unsigned int from);
+int bch_sb_write(struct bch_dev *dev, struct bch_sb_disk *sb);
 
 /*
  * journal.c: the journal ring read by the replay rule of bcache_ondisk.h,

@@ -241,3 +241,32 @@ int bch_region_csum(struct bch_dev *dev, uint64_t sector, uint64_t sectors,
 	*csum = ~crc;
 	return 0;
 }
+
+int bch_uuids_write(struct bch_dev *dev, struct bch_sb_disk *sb,
+		    const struct bch_uuid_disk *uuids, unsigned int from)
+{
+	size_t len = (size_t)le32toh(sb->uuid_sectors) << BCH_SECTOR_SHIFT;
+	__le32 from_csum = from == le32toh(sb->uuid_current) ? sb->uuid_csum :
+			   sb->uuid_csum_other;
+
+	/* Never over copy @from: it stays whole until the superblock names the new one. */
+	if (bch_pwrite_all(dev, uuids, len,
+			   le64toh(sb->uuid_offset[!from]) << BCH_SECTOR_SHIFT))
+		return -1;
+	sb->uuid_current = htole32(!from);
+	sb->uuid_csum_other = from_csum;
+	sb->uuid_csum = htole32(bch_csum(uuids, len));
+	return 0;
+}
+
+int bch_sb_write(struct bch_dev *dev, struct bch_sb_disk *sb)
+{
+	/* What the superblock will name must be on the media first. */
+	if (bch_dev_sync(dev))
+		return -1;
+	sb->seq = htole64(le64toh(sb->seq) + 1);
+	sb->csum = htole32(bch_sb_csum(sb));
+	if (bch_pwrite_all(dev, sb, sizeof(*sb), BCH_SB_OFFSET))
+		return -1;
+	return bch_dev_sync(dev);
+}

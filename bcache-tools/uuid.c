@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* RFC 4122 version 4 UUIDs from /dev/urandom, without libuuid. */
+/* RFC 4122 version 4 UUIDs from /dev/urandom, without libuuid; UUID slots. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -109,4 +109,25 @@ void bch_uuid_print_flags(uint32_t flags)
 	}
 	if (flags)
 		printf("%s0x%x", sep, flags);
+}
+
+bool bch_slot_bump_epoch(struct bch_uuid_disk *u)
+{
+	uint32_t epoch = le32toh(u->epoch);
+
+	/* the last epoch is never used: a free slot's inode matches no key */
+	if (epoch + 1 >= BCH_INODE_EPOCH_MAX)
+		return false;
+	u->epoch = htole32(epoch + 1);
+	u->flags &= ~htole32(BCH_UUID_FINGERPRINT);
+	u->dirty = 0;		/* the new epoch has none */
+	return true;
+}
+
+void bch_slot_free(struct bch_uuid_disk *u)
+{
+	uint32_t epoch = le32toh(u->epoch);
+
+	memset(u, 0, sizeof(*u));
+	u->epoch = htole32(epoch);
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Test fixtures for bcache-check and bcache-dump: writes, on a file that
- * make-bcache formatted, the metadata a kernel would leave at a clean
- * shutdown, built with the kernel's own index code, plus chosen damage.
+ * Test fixtures for bcache-check, bcache-dump and bcache-writeback:
+ * writes, on a file that make-bcache formatted, the metadata a kernel
+ * would leave at a clean shutdown, built with the kernel's own index
+ * code, plus chosen damage.
  *
  *   fixture slots FILE UUID...    the current UUID table gets these
  *                                 persistent slots (0, 1, ...), epoch 1
@@ -31,6 +32,9 @@
  *     future     a key newer than its slot's epoch
  *     injournal  a live key pointing into the first journal bucket
  *     csum       a key flagged csum (which nothing writes yet)
+ *     data       write each extent's data (fx_pattern() of its cache
+ *                sectors) and, in version 3, checksum it as the kernel
+ *                does: the key flagged csum, its range itself
  *
  *   fixture journal FILE [start=POS] [seq=N] ENTRY...
  *                                 append entries to the journal as the
@@ -59,12 +63,22 @@
  *     stale      its keys a generation behind their buckets'
  *     dirty      its data keys flagged dirty
  *     csum       its data keys flagged csum (which no journal holds)
+ *     data       its data keys' data written and, in version 3,
+ *                checksummed, as index's data
  *     slot=S     its keys of slot S (epoch 1 still), not slot 0; the
  *                slot is made valid (origin_uuid FIXTURE_UUID with S + 1
  *                as its last number) if it is not
  *     epoch=E    its keys of epoch E, not 1
  *   Prints "jset SEQ POS SECTORS NKEYS" per entry. Slot 0 is made valid
  *   (origin_uuid FIXTURE_UUID) if it is not.
+ *
+ *   fixture origin FILE ORIGIN [slot=S] [fpwriting]
+ *                                 slot S (default 0, which must be valid)
+ *                                 records ORIGIN as the kernel does at
+ *                                 attach: its size and the fingerprint of
+ *                                 its first 4 KiB (fpwriting: with
+ *                                 BCH_UUID_FP_WRITING, as a crash amid
+ *                                 writes there leaves it)
  *
  * "index" prints "root BUCKET level L nodes N" on success. The metadata
  * copies are rewritten in place (the current ones): this is a fixture,
@@ -169,6 +183,42 @@ static u8 fx_gen(u64 sector)
 	return b < c.nbuckets ? c.prio[b].gen : 0;
 }
 
+/*
+ * Byte @i of cache sector @sector as "data" writes it: no two sectors of
+ * a cache alike, nor like zeros.
+ */
+static u8 fx_pattern(u64 sector, unsigned int i)
+{
+	return (u8)(sector * 131 + (sector >> 8) * 29 + i * 7 + 0x5b);
+}
+
+/*
+ * "data": @k's data written at its cache sectors and, in version 3,
+ * checksummed as the kernel checksums a write (the range is the key).
+ */
+static void fx_data(struct bch_bkey *k)
+{
+	size_t len = (size_t)k->size << BCH_SECTOR_SHIFT, i;
+	u64 sector = bch_key_sector(k);
+	u8 *buf = malloc(len);
+
+	if (!buf)
+		die("out of memory");
+	for (i = 0; i < len; i++)
+		buf[i] = fx_pattern(sector + (i >> BCH_SECTOR_SHIFT), i & (BCH_SECTOR_SIZE - 1));
+	if (bch_pwrite_all(&c.dev, buf, len, sector << BCH_SECTOR_SHIFT))
+		die(bch_strerror());
+	if (le32toh(c.sb.version) != 2) {
+		if (k->size > BCH_CSUM_MAX_SECTORS)
+			die("data: a key too long to checksum");
+		k->flags |= BCH_KEY_CSUM;
+		k->csum = bch_csum(buf, len);
+		k->csum_sectors = k->size;
+		k->csum_front = 0;
+	}
+	free(buf);
+}
+
 static void fx_insert(const struct bch_bkey *k)
 {
 	if (bch_btree_insert(&c.b, k))
@@ -185,7 +235,7 @@ static int do_index(int argc, char **argv)
 {
 	unsigned long keys = 64, flushes = 1, stale = 0, dirty = 0, i, f;
 	bool alias = false, outside = false, cross = false, future = false;
-	bool injournal = false, csum = false;
+	bool injournal = false, csum = false, data = false;
 	u32 inode = 1 << BCH_INODE_SLOT_BITS;	/* slot 0, epoch 1 */
 	u32 per_bucket = c.bucket_size / 8;
 	struct bch_bkey k = { 0 }, root;
@@ -214,6 +264,8 @@ static int do_index(int argc, char **argv)
 			injournal = true;
 		else if (!strcmp(argv[a], "csum"))
 			csum = true;
+		else if (!strcmp(argv[a], "data"))
+			data = true;
 		else
 			die("unknown option");
 	}
@@ -241,6 +293,8 @@ static int do_index(int argc, char **argv)
 			fx_ptr(&k, data_first() * c.bucket_size + i * 8,
 			       fx_gen(data_first() * c.bucket_size + i * 8));
 			k.flags = i < dirty ? BCH_KEY_DIRTY : 0;
+			if (data)
+				fx_data(&k);
 			fx_insert(&k);
 		}
 		fx_flush();
@@ -248,6 +302,8 @@ static int do_index(int argc, char **argv)
 	k.size = 8;
 	k.inode = inode;
 	k.flags = 0;
+	k.csum = 0;
+	k.csum_sectors = 0;
 	if (outside) {
 		k.end = keys * 8 + 1000;
 		fx_ptr(&k, 8, c.prio[0].gen);
@@ -389,7 +445,7 @@ static void jentry(struct jwriter *w, char *spec)
 	u32 key_bytes = bch_sb_key_bytes(&c.sb);
 	struct bch_jset_disk *e;
 	bool torn = false, badseq = false, baduuid = false, stale = false, skip = false;
-	bool dirty = false, csum = false, lost = false;
+	bool dirty = false, csum = false, lost = false, data = false;
 	u32 slot = 0, epoch = 1;
 	u64 at = U64_MAX, b;
 	const char *p;
@@ -461,6 +517,8 @@ static void jentry(struct jwriter *w, char *spec)
 			dirty = true;
 		} else if (!strcmp(tok, "csum")) {
 			csum = true;
+		} else if (!strcmp(tok, "data")) {
+			data = true;
 		} else if (!strncmp(tok, "slot=", 5)) {
 			slot = strtoul(tok + 5, NULL, 0);
 			if (slot >= BCH_UUID_SLOTS)
@@ -507,6 +565,8 @@ static void jentry(struct jwriter *w, char *spec)
 			fx_ptr(&keys[i], bch_key_sector(&keys[i]), bch_key_gen(&keys[i]) - 1);
 		if (dirty && !(keys[i].flags & BCH_KEY_HOLE))
 			keys[i].flags |= BCH_KEY_DIRTY;
+		if (data && !(keys[i].flags & BCH_KEY_HOLE))
+			fx_data(&keys[i]);
 		if (csum && !(keys[i].flags & BCH_KEY_HOLE))
 			keys[i].flags |= BCH_KEY_CSUM;
 		bch_bkey_pack((u8 *)(e + 1) + (size_t)key_bytes * i, &keys[i], key_bytes);
@@ -558,12 +618,47 @@ static void do_journal(int argc, char **argv)
 		die(bch_strerror());
 }
 
+/* What the kernel records of an origin at attach: bch_slot_attach(). */
+static void do_origin(int argc, char **argv)
+{
+	unsigned long slot = 0;
+	bool fpwriting = false;
+	struct bch_uuid_disk *u;
+	struct bch_dev origin;
+	u8 buf[BCH_SB_SIZE];
+	int a;
+
+	for (a = 1; a < argc; a++) {
+		if (!strncmp(argv[a], "slot=", 5))
+			slot = strtoul(argv[a] + 5, NULL, 0);
+		else if (!strcmp(argv[a], "fpwriting"))
+			fpwriting = true;
+		else
+			die("unknown origin option");
+	}
+	if (argc < 1 || slot >= BCH_UUID_SLOTS)
+		die("origin: FILE ORIGIN [slot=S] [fpwriting]");
+	u = &c.uuids[slot];
+	if (!(le32toh(u->flags) & BCH_UUID_VALID))
+		die("origin: the slot is not in use");
+	if (bch_dev_open(&origin, argv[0], false) ||
+	    bch_pread_all(&origin, buf, sizeof(buf), 0))
+		die(bch_strerror());
+	u->sectors = htole64(origin.size >> BCH_SECTOR_SHIFT);
+	u->fingerprint = htole32(bch_csum(buf, sizeof(buf)));
+	u->flags |= htole32(BCH_UUID_FINGERPRINT);
+	if (fpwriting)
+		u->flags |= htole32(BCH_UUID_FP_WRITING);
+	bch_dev_close(&origin);
+	write_meta();
+}
+
 int main(int argc, char **argv)
 {
 	int i;
 
 	if (argc < 3)
-		die("usage: fixture slots FILE UUID... | index FILE [OPT...] | journal FILE [ENTRY...] | flip FILE OFFSET | sb FILE EDIT... | bucket FILE B FLAGS | uuidcsum FILE");
+		die("usage: fixture slots FILE UUID... | index FILE [OPT...] | journal FILE [ENTRY...] | flip FILE OFFSET | sb FILE EDIT... | bucket FILE B FLAGS | uuidcsum FILE | origin FILE ORIGIN [OPT...]");
 	if (!strcmp(argv[1], "flip") && argc == 4)
 		return do_flip(argv[2], argv[3]);
 	if (bch_cache_open(&c, argv[2], true) || bch_cache_read_meta(&c))
@@ -592,6 +687,8 @@ int main(int argc, char **argv)
 		if (argc > 3 && !strcmp(argv[3], "both"))
 			c.sb.uuid_csum_other = htole32(le32toh(c.sb.uuid_csum_other) ^ 1);
 		do_sb(NULL);
+	} else if (!strcmp(argv[1], "origin")) {
+		do_origin(argc - 3, argv + 3);
 	} else if (!strcmp(argv[1], "index")) {
 		do_index(argc - 3, argv + 3);
 	} else {

@@ -1264,6 +1264,323 @@ static void test_key_rules(void)
 	      "version 2 hole: no pointer, whatever its ptr field");
 }
 
+/*
+ * bcache-writeback, on caches the fixture builds with the kernel's index
+ * code: slot 0 (WB_UUID) holds 100 checkpoint keys of 8 sectors from
+ * origin sector 0, the first 10 dirty, their data written and (version
+ * 3) checksummed; the journal then adds a dirty key (1000+16), hides
+ * dirty key 5 under a clean one and the front half of dirty key 1 under
+ * a hole (its part 12+4 keeps its range's checksum: csum_front 4), plus
+ * dirty keys that must not be copied: a stale one, one of slot 1, one of
+ * an old epoch. The origin records size and fingerprint as at attach.
+ */
+#define WB_UUID		"f1f1f1f1-0000-4000-8000-000000000001"
+#define WB_UUID1	"f1f1f1f1-0000-4000-8000-000000000002"
+#define WB_ORIGIN	(4 * MiB)
+#define WB_EXTENTS	10
+#define WB_MARKED	"writeback: marked clean: slot 0 now at epoch 2, none of its old data is used (written as UUID table copy 1)\n"
+#define WB_JOURNAL_REFUSED "the index cannot be trusted: journal entry seq 1, key 0: points into the metadata: the kernel drops the whole index"
+
+struct wb_extent {
+	uint64_t	start;
+	uint32_t	len;
+	uint64_t	cache;		/* sector, filled in by wb_make() */
+};
+
+/* The dirty extents of slot 0, ascending; cache sectors from wb_make(). */
+static struct wb_extent wb_ext[WB_EXTENTS] = {
+	{ 0, 8, 0 }, { 12, 4, 0 }, { 16, 8, 0 }, { 24, 8, 0 }, { 32, 8, 0 },
+	{ 48, 8, 0 }, { 56, 8, 0 }, { 64, 8, 0 }, { 72, 8, 0 }, { 1000, 16, 0 },
+};
+
+/* The origin's bytes before any writeback: unlike the fixture's data. */
+static uint8_t origin_byte(uint64_t off)
+{
+	return (uint8_t)(off * 17 + (off >> 9) * 3 + 0xc3);
+}
+
+/* tests/fixture with @args; a failure is one */
+static bool fx_run(const char *const *args)
+{
+	int rc = runv("tests/fixture", args);
+
+	if (rc)
+		check(false, "tests/fixture %s %s: exit %d: %s", args[0], args[1], rc, err);
+	return !rc;
+}
+
+#define fx(...) fx_run((const char *const[]){ __VA_ARGS__, NULL })
+
+/* The cache and origin described above, in format @version. */
+static bool wb_make(const char *cache, const char *origin, const char *version)
+{
+	static uint8_t buf[WB_ORIGIN];
+	uint64_t data, bucket, i;
+	struct bch_sb_disk sb;
+
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = origin_byte(i);
+	make_file(origin, WB_ORIGIN);
+	rw_file(origin, buf, sizeof(buf), 0, true);
+	make_file(cache, 64 * MiB);
+	if (run("make-bcache", "-q", "--format-version", version, cache, NULL)) {
+		check(false, "make-bcache of %s: %s", cache, err);
+		return false;
+	}
+	read_sb(cache, &sb);
+	bucket = le32toh(sb.bucket_size);
+	/* the fixture's data buckets start after the journal */
+	data = (le64toh(sb.first_bucket) + le32toh(sb.journal_buckets)) * bucket;
+	for (i = 0; i < WB_EXTENTS - 1; i++)
+		wb_ext[i].cache = data + wb_ext[i].start;
+	wb_ext[i].cache = 20 * bucket;
+	return fx("index", cache, "keys=100", "dirty=10", "data") &&
+	       fx("journal", cache, "d:1000+16@20,dirty,data", "d:40+8@21,data", "h:8+4",
+		  "d:2000+8@22,dirty,data,stale", "slot=1,d:3000+8@23,dirty,data",
+		  "d:4000+8@24,dirty,data,epoch=0") &&
+	       fx("origin", cache, origin);
+}
+
+/*
+ * The origin holds the cache's bytes exactly at the dirty extents (but
+ * those in @skip, a bit each) and its own everywhere else.
+ */
+static bool origin_is(const char *cache, const char *origin, unsigned int skip)
+{
+	static uint8_t want[WB_ORIGIN], got[WB_ORIGIN];
+	struct stat st;
+	unsigned int i;
+	uint64_t j;
+
+	if (stat(origin, &st) || st.st_size != WB_ORIGIN)
+		return false;
+	for (j = 0; j < sizeof(want); j++)
+		want[j] = origin_byte(j);
+	for (i = 0; i < WB_EXTENTS; i++)
+		if (!(skip & 1U << i))
+			rw_file(cache, want + (wb_ext[i].start << BCH_SECTOR_SHIFT),
+				(size_t)wb_ext[i].len << BCH_SECTOR_SHIFT,
+				wb_ext[i].cache << BCH_SECTOR_SHIFT, false);
+	rw_file(origin, got, sizeof(got), 0, false);
+	return !memcmp(want, got, sizeof(want));
+}
+
+static void test_writeback(void)
+{
+	const char *c = tpath("wb-cache"), *o = tpath("wb-origin"), *c2 = tpath("wb-cache2");
+	char want[PATH_MAX + 128];
+	uint32_t csum, osum;
+	unsigned int i;
+	bool ok;
+
+	if (!wb_make(c, o, "3"))
+		return;
+	csum = file_sum(c);
+	osum = file_sum(o);
+
+	/* --dry-run: the list, checksums verified, nothing written */
+	check(run("bcache-writeback", "--dry-run", "--uuid", WB_UUID, c, o, NULL) == 0,
+	      "writeback --dry-run: exit 0");
+	for (ok = true, i = 0; i < WB_EXTENTS; i++) {
+		snprintf(want, sizeof(want), "%llu+%u at cache sector %llu\n",
+			 (unsigned long long)wb_ext[i].start, wb_ext[i].len,
+			 (unsigned long long)wb_ext[i].cache);
+		ok = ok && has(out, want);
+	}
+	check(ok && has(out, "\n1000+16 at cache sector") && has(out, "\n12+4 at cache sector") &&
+	      !has(out, "\n40+8 at") && !has(out, "\n8+8 at") && !has(out, "2000+") &&
+	      !has(out, "3000+") && !has(out, "4000+"),
+	      "writeback --dry-run: lists the 10 dirty extents of slot 0, and nothing else");
+	snprintf(want, sizeof(want),
+		 "writeback: would copy 10 extents, 84 sectors to %s, 0 mismatched\n", o);
+	check(has(out, want), "writeback --dry-run: the summary");
+	check(file_sum(c) == csum && file_sum(o) == osum, "writeback --dry-run: both files unchanged");
+
+	/* the refusals change nothing */
+	check(run("bcache-writeback", "--uuid", "f1f1f1f1-0000-4000-8000-0000000000ff", c, o,
+		  NULL) == 3 &&
+	      has(err, "no UUID slot holds origin_uuid f1f1f1f1-0000-4000-8000-0000000000ff"),
+	      "writeback: an origin_uuid no slot holds: exit 3");
+	check(run("bcache-writeback", "--uuid", WB_UUID1, c, o, NULL) == 1 &&
+	      has(err, "recorded an origin of 1048576 sectors"),
+	      "writeback: slot 1's uuid for slot 0's origin: refused by its size");
+	check(file_sum(c) == csum && file_sum(o) == osum, "writeback: refusals wrote nothing");
+	make_file(tpath("wb-big"), WB_ORIGIN + 4096);
+	check(run("bcache-writeback", "--uuid", WB_UUID, c, tpath("wb-big"), NULL) == 1 &&
+	      has(err, "4198400 bytes, but slot 0 recorded an origin of 8192 sectors"),
+	      "writeback: an origin of another size: exit 1");
+	check(zero_at(tpath("wb-big"), 0, (WB_ORIGIN + 4096) >> BCH_SECTOR_SHIFT),
+	      "writeback: ... left alone");
+	unlink(tpath("wb-big"));
+	flip_byte(o, 4095);
+	osum = file_sum(o);
+	check(run("bcache-writeback", "--uuid", WB_UUID, c, o, NULL) == 1 &&
+	      has(err, "do not match the fingerprint slot 0 recorded"),
+	      "writeback: an origin whose first 4 KiB changed: exit 1");
+	check(file_sum(c) == csum && file_sum(o) == osum, "writeback: ... nothing written");
+	check(run("bcache-writeback", "--uuid", WB_UUID, c, c, NULL) == 1 &&
+	      has(err, "is the cache device itself") && file_sum(c) == csum,
+	      "writeback: the cache as its own origin: exit 1");
+	check(run("bcache-writeback", "--dry-run", "--mark-clean", "--uuid", WB_UUID, c, o,
+		  NULL) == 2 && has(err, "--mark-clean does not go with --dry-run") &&
+	      file_sum(c) == csum && file_sum(o) == osum,
+	      "writeback: --mark-clean with --dry-run: exit 2");
+	/* a crash amid the cache's writes there: the fingerprint is not checked */
+	flip_byte(o, 4095);
+	fx("origin", c, o, "fpwriting");
+	flip_byte(o, 4095);
+	check(run("bcache-writeback", "--dry-run", "--uuid", WB_UUID, c, o, NULL) == 0 &&
+	      has(err, "the fingerprint is not checked"),
+	      "writeback: BCH_UUID_FP_WRITING: the fingerprint is not checked");
+	flip_byte(o, 4095);
+
+	/* the copy */
+	if (!wb_make(c, o, "3"))
+		return;
+	csum = file_sum(c);
+	snprintf(want, sizeof(want),
+		 "writeback: 10 extents, 84 sectors copied to %s, 0 mismatched\n", o);
+	check(run("bcache-writeback", "--uuid", WB_UUID, c, o, NULL) == 0 && !strcmp(out, want),
+	      "writeback: exit 0, the summary alone on stdout");
+	check(has(err, "writeback: 10 of 10 extents, 84 of 84 sectors (100%)"),
+	      "writeback: progress on stderr");
+	check(origin_is(c, o, 0), "writeback: the origin holds the dirty extents, and only them");
+	check(file_sum(c) == csum, "writeback: the cache is only read");
+	check(has(err, "note: the origin's first 4 KiB were written"),
+	      "writeback: says the fingerprint no longer matches");
+	check(run("bcache-writeback", "--uuid", WB_UUID, c, o, NULL) == 1 &&
+	      has(err, "do not match the fingerprint"),
+	      "writeback: so a second run is refused");
+
+	/* -q: no progress, no note */
+	if (!wb_make(c, o, "3"))
+		return;
+	check(run("bcache-writeback", "-q", "--uuid", WB_UUID, c, o, NULL) == 0 &&
+	      !strcmp(out, want) && !err[0] && origin_is(c, o, 0),
+	      "writeback -q: only the summary");
+
+	/* --mark-clean */
+	if (!wb_make(c, o, "3"))
+		return;
+	check(run("bcache-writeback", "--mark-clean", "--uuid", WB_UUID, c, o, NULL) == 0 &&
+	      has(out, want) &&
+	      has(out, WB_MARKED),
+	      "writeback --mark-clean: exit 0, says so");
+	check(origin_is(c, o, 0), "writeback --mark-clean: the origin as without it");
+	check(run("bcache-check", c, NULL) == 0 && !has(out, "dirty: slot 0") &&
+	      has(out, "dirty: slot 1 (uuid " WB_UUID1 "): 8 sectors") &&
+	      has(out, "102 old-epoch"),
+	      "writeback --mark-clean: bcache-check: consistent, slot 0 holds no dirty data (slot 1's kept)");
+	check(run("bcache-super-show", "-u", c, NULL) == 0 && has(out, "uuid.current\t1\n") &&
+	      has(out, "slot.0.epoch\t2\n") && has(out, "slot.0.flags\tvalid,fingerprint\n") &&
+	      has(out, "slot.1.epoch\t1\n"),
+	      "writeback --mark-clean: a new UUID table copy, slot 0's epoch bumped, a fingerprint");
+	csum = file_sum(c);
+	osum = file_sum(o);
+	snprintf(want, sizeof(want),
+		 "writeback: 0 extents, 0 sectors copied to %s, 0 mismatched\n", o);
+	check(run("bcache-writeback", "--uuid", WB_UUID, c, o, NULL) == 0 && !strcmp(out, want),
+	      "writeback: after --mark-clean a second run copies nothing");
+	check(run("bcache-writeback", "--mark-clean", "--uuid", WB_UUID, c, o, NULL) == 0 &&
+	      has(err, "--mark-clean: nothing to do") && file_sum(c) == csum &&
+	      file_sum(o) == osum,
+	      "writeback --mark-clean: nothing dirty: nothing written");
+
+	/* a flipped byte in the data of a dirty extent, and in the range of another */
+	if (!wb_make(c, o, "3"))
+		return;
+	flip_byte(c, (wb_ext[3].cache << BCH_SECTOR_SHIFT) + 100);
+	/* extent 1 (12+4) is the back half of its range: the front is checked too */
+	flip_byte(c, ((wb_ext[1].cache - 4) << BCH_SECTOR_SHIFT) + 3);
+	csum = file_sum(c);
+	snprintf(want, sizeof(want),
+		 "writeback: 8 extents, 72 sectors copied to %s, 2 mismatched\n", o);
+	check(run("bcache-writeback", "--mark-clean", "--uuid", WB_UUID, c, o, NULL) == 1 &&
+	      !strcmp(out, want), "writeback: checksum mismatches: exit 1, counted");
+	snprintf(want, sizeof(want), "origin sectors 24+8 (cache sector %llu): data checksum ",
+		 (unsigned long long)wb_ext[3].cache);
+	check(has(err, want), "writeback: the mismatch reported");
+	snprintf(want, sizeof(want), "origin sectors 12+4 (cache sector %llu): data checksum ",
+		 (unsigned long long)wb_ext[1].cache);
+	check(has(err, want) && has(err, "(range of 8 sectors from cache sector"),
+	      "writeback: a mismatch in the part of the range the key lost, reported");
+	check(origin_is(c, o, 1U << 1 | 1U << 3),
+	      "writeback: mismatched extents not copied, the others copied");
+	check(has(err, "--mark-clean: not done") && file_sum(c) == csum,
+	      "writeback: --mark-clean refused after a mismatch, the cache unchanged");
+
+	/* version 2: no checksums */
+	if (!wb_make(c, o, "2"))
+		return;
+	snprintf(want, sizeof(want),
+		 "writeback: 10 extents, 84 sectors copied to %s, 0 mismatched\n", o);
+	check(run("bcache-writeback", "-q", "--uuid", WB_UUID, c, o, NULL) == 0 &&
+	      !strcmp(out, want) && origin_is(c, o, 0),
+	      "writeback of a version 2 cache");
+
+	/* caches that cannot be read or trusted */
+	if (!wb_make(c, o, "3"))
+		return;
+	osum = file_sum(o);
+	copy_file(c, c2);
+	fx("uuidcsum", c2);
+	check(run("bcache-writeback", "--uuid", WB_UUID, c2, o, NULL) == 3 &&
+	      has(err, "the current UUID table copy fails its checksum"),
+	      "writeback: a bad UUID table: exit 3");
+	copy_file(c, c2);
+	fx("journal", c2, "d:5000+8@0,dirty");
+	check(run("bcache-writeback", "--uuid", WB_UUID, c2, o, NULL) == 3 &&
+	      has(err, WB_JOURNAL_REFUSED),
+	      "writeback: a journal key the kernel refuses: exit 3");
+	copy_file(c, c2);
+	/* the checkpoint's root node: the fixture's nodes come from the last bucket down */
+	snprintf(want, sizeof(want), "%llu", 64 * MiB - 512 * 1024 + 1000);
+	fx("flip", c2, want);
+	check(run("bcache-writeback", "--uuid", WB_UUID, c2, o, NULL) == 3 &&
+	      has(err, "the index cannot be trusted: it cannot be loaded: "),
+	      "writeback: an index node that fails its checksum: exit 3");
+	copy_file(c, c2);
+	fx("flip", c2, "4196");	/* the superblock */
+	check(run("bcache-writeback", "--uuid", WB_UUID, c2, o, NULL) == 3 &&
+	      has(err, "superblock checksum mismatch"), "writeback: a bad superblock: exit 3");
+	check(file_sum(o) == osum, "writeback: ... the origin untouched");
+	check(run("bcache-writeback", "--uuid", WB_UUID, tpath("nonexistent"), o, NULL) == 3 &&
+	      has(err, "cannot open"), "writeback: no cache: exit 3");
+	unlink(c2);
+	unlink(c);
+	unlink(o);
+}
+
+/* Usage errors and a set of several devices. */
+static void test_writeback_usage(void)
+{
+	const char *a = tpath("wb-a"), *b = tpath("wb-b");
+
+	check(run("bcache-writeback", NULL) == 2 && has(err, "Usage:"),
+	      "writeback: no arguments: exit 2");
+	check(run("bcache-writeback", a, b, NULL) == 2 && has(err, "--uuid is needed"),
+	      "writeback: no --uuid: exit 2");
+	check(run("bcache-writeback", "-u", "nonsense", a, b, NULL) == 2,
+	      "writeback: a bad uuid: exit 2");
+	check(run("bcache-writeback", "-u", WB_UUID, a, NULL) == 2,
+	      "writeback: one device: exit 2");
+	check(run("bcache-writeback", "-u", WB_UUID, "--frob", a, b, NULL) == 2,
+	      "writeback: an unknown option: exit 2");
+	check(run("bcache-writeback", "--help", NULL) == 0 && has(out, "--mark-clean") &&
+	      has(out, "Exit status"), "writeback --help");
+	make_file(a, 64 * MiB);
+	make_file(b, 64 * MiB);
+	check(run("bcache-writeback", "-u", WB_UUID, a, b, NULL) == 3 &&
+	      has(err, "no dm-bcache superblock (bad magic)"),
+	      "writeback: an unformatted cache: exit 3");
+	check(run("make-bcache", "-q", a, b, NULL) == 0 &&
+	      run("bcache-writeback", "-u", WB_UUID, a, b, NULL) == 3 &&
+	      has(err, "a set of several devices is not supported yet"),
+	      "writeback: a member of a set of two: exit 3");
+	unlink(a);
+	unlink(b);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -1289,6 +1606,8 @@ int main(int argc, char **argv)
 	test_set_errors();
 	test_member_rules();
 	test_key_rules();
+	test_writeback();
+	test_writeback_usage();
 
 	unlink(tpath("cache"));
 	unlink(tpath("stdout"));

@@ -23,9 +23,10 @@ else
 fi
 
 want=(usr/sbin/make-bcache usr/sbin/bcache-super-show usr/sbin/bcache-check
-	usr/sbin/bcache-dump usr/sbin/probe-bcache usr/sbin/bcachectl
+	usr/sbin/bcache-dump usr/sbin/bcache-writeback usr/sbin/probe-bcache usr/sbin/bcachectl
 	usr/share/man/man8/make-bcache.8 usr/share/man/man8/bcache-super-show.8
 	usr/share/man/man8/bcache-check.8 usr/share/man/man8/bcache-dump.8
+	usr/share/man/man8/bcache-writeback.8
 	usr/share/man/man8/bcachectl.8 usr/share/man/man8/probe-bcache.8
 	usr/lib/udev/rules.d/69-dm-bcache.rules)
 if [ -f "$TOP/dm-bcache/dm-bcache.ko" ]; then
