@@ -144,7 +144,6 @@ struct bch_slot {
 struct bch_cache_set {
 	struct list_head	list;		/* on bch_cache_sets */
 	refcount_t		ref;
-	dev_t			dev;		/* member 0's: how tables find it */
 	char			name[32];
 	struct dm_io_client	*io;
 
@@ -153,6 +152,8 @@ struct bch_cache_set {
 	/* Member 0's superblock: the set's fields are read from it. */
 	struct bch_sb_disk	*sb;
 	bool			meta_fallback;	/* an older metadata copy in use */
+	/* A member's superblock missed the last write: states not trusted. */
+	bool			members_behind;
 
 	u32			block_size;	/* sectors */
 	u32			bucket_size;	/* sectors */
@@ -232,7 +233,7 @@ struct bch_cache_set {
 	bool			failed_dropped;	/* origins invalidated for it */
 };
 
-/* Members are members[0, nr_members), none missing (sets of one, so far). */
+/* Members are members[0, nr_members), none missing (none fails, so far). */
 static inline bool bch_member_iter(struct bch_cache_set *set, unsigned int *i,
 				   struct bch_member **m)
 {
@@ -342,7 +343,8 @@ struct bch_writeback {
 
 struct bch_target {
 	struct dm_target	*ti;
-	struct dm_dev		*cache_dev;
+	struct dm_dev		*cache_devs[BCH_MAX_MEMBERS];	/* the set's */
+	unsigned int		nr_cache_devs;
 	struct dm_dev		*origin_dev;
 	struct bch_cache_set	*set;
 	unsigned int		slot;
@@ -372,7 +374,8 @@ static inline struct bch_track *bch_origin_track_of(struct bch_target *bt)
 }
 
 /* super.c */
-struct bch_cache_set *bch_set_get(struct dm_target *ti, struct block_device *bdev,
+struct bch_cache_set *bch_set_get(struct dm_target *ti,
+				  struct block_device **bdevs, unsigned int n,
 				  char **error);
 void bch_set_put(struct bch_cache_set *set);
 bool bch_origin_busy(dev_t origin, struct mapped_device *md);
@@ -383,6 +386,7 @@ int bch_member_io(struct bch_cache_set *set, struct bch_member *m,
 		  blk_opf_t opf, sector_t sector, void *buf, size_t len);
 int bch_loc_io(struct bch_cache_set *set, blk_opf_t opf, u64 loc, void *buf,
 	       size_t len);
+int bch_flush_others(struct bch_cache_set *set, struct bch_member *except);
 int bch_sb_write(struct bch_cache_set *set);
 int bch_meta_read(struct bch_cache_set *set, struct bch_member *m,
 		  const char *what, const __le64 *offset, __le32 *cur,
@@ -536,6 +540,7 @@ enum bch_fault_wait {
 	BCH_WAIT_GC_PAUSE,
 	BCH_WAIT_JOURNAL_HOLD,
 	BCH_WAIT_MISS_PAUSE,
+	BCH_WAIT_SB_MEMBER,
 	BCH_WAITS,
 };
 

@@ -50,6 +50,10 @@ module_param_named(journal_hold_ms, bch_fault_wait[BCH_WAIT_JOURNAL_HOLD],
 		   uint, 0644);
 MODULE_PARM_DESC(journal_hold_ms,
 		 "test only: keys no flush waits for stay unwritten this long (0: 20 ms)");
+module_param_named(sb_member_pause_ms, bch_fault_wait[BCH_WAIT_SB_MEMBER],
+		   uint, 0644);
+MODULE_PARM_DESC(sb_member_pause_ms,
+		 "test only: a superblock write waits this long after each member but 0");
 module_param_named(miss_pause_ms, bch_fault_wait[BCH_WAIT_MISS_PAUSE],
 		   uint, 0644);
 MODULE_PARM_DESC(miss_pause_ms,

@@ -106,9 +106,16 @@ static int bch_op_io(struct bch_btree *b, bool write, u64 bucket, u32 offset,
 	/*
 	 * A set appended to a bucket that a checkpoint on disk may name must
 	 * not reach the media before the data and the nodes its keys point
-	 * to, which are written without FUA: flush them first. A node
-	 * written whole goes to a bucket nothing on disk names yet.
+	 * to, which are written without FUA: flush them first, on every
+	 * member. A node written whole goes to a bucket nothing on disk
+	 * names yet.
 	 */
+	if (write && offset) {
+		int r = bch_flush_others(set, m);
+
+		if (r)
+			return r;
+	}
 	return bch_member_io(set, m, REQ_META | (!write ? REQ_OP_READ :
 			     offset ? REQ_OP_WRITE | REQ_PREFLUSH : REQ_OP_WRITE),
 			     nr * set->bucket_size + offset, buf,

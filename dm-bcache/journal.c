@@ -359,6 +359,9 @@ static void bch_journal_submit(struct bch_journal *j, struct bch_jbuf *jb)
 	struct bch_cache_set *set = j->set;
 	u32 bytes = jb->sectors << SECTOR_SHIFT, off;
 
+	/* The entry's keys may name data on the other members. */
+	if (!bch_cache_failed(set) && bch_flush_others(set, j->member))
+		bch_cache_io_error(set, true);
 	if (bch_cache_failed(set)) {
 		/* Nothing can be made durable: only let the writes go. */
 		queue_work(j->wq, &j->done_work);

@@ -111,14 +111,15 @@ static void bch_prios_load_member(struct bch_cache_set *set,
 
 /*
  * Take the bucket states the array holds (BCH_BUCKET_STATE), instead of
- * counting the index: valid only if the superblock says so. Metadata
+ * counting the index: valid only if the superblock says so and every
+ * member's superblock had the last write (members_behind). Metadata
  * and journal buckets have none. Before bch_prios_read_done() only.
  */
 bool bch_prios_load_state(struct bch_cache_set *set)
 {
 	struct bch_member *m;
 
-	if (!bch_bucket_state_valid(set->sb))
+	if (!bch_bucket_state_valid(set->sb) || set->members_behind)
 		return false;
 	bch_for_each_member(m, set)
 		if (WARN_ON(!m->prio_buf))

@@ -7,6 +7,7 @@
  * BCH_SB_CLEAN cleared; after a crash the journal is replayed.
  */
 #include <linux/crc32c.h>
+#include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -96,6 +97,27 @@ int bch_member_io(struct bch_cache_set *set, struct bch_member *m,
 	return bch_dev_io(set, m->bdev, opf, sector, buf, len);
 }
 
+/*
+ * Make what every member but @except has written durable: a write with
+ * PREFLUSH flushes its own device only, and what it makes durable (a
+ * journal entry, a node's appended set) may name data and nodes on the
+ * others. Process context.
+ */
+int bch_flush_others(struct bch_cache_set *set, struct bch_member *except)
+{
+	struct bch_member *m;
+	int r;
+
+	bch_for_each_member(m, set) {
+		if (m == except)
+			continue;
+		r = blkdev_issue_flush(m->bdev);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
 /* IO at @loc, a location (bch_ptr_loc()): cached data. */
 int bch_loc_io(struct bch_cache_set *set, blk_opf_t opf, u64 loc, void *buf,
 	       size_t len)
@@ -160,27 +182,66 @@ static u32 bch_sb_csum(const struct bch_sb_disk *sb)
 }
 
 /*
+ * The fields of a superblock that are the set's, alike on every member
+ * (Documentation/format-v3.rst): copied from @from, member 0's, into @to
+ * before it is written. Not the journal's place: the journal is member
+ * 0's alone so far, and each superblock's journal fields are its own
+ * ring's (bch_sb_validate_journal()).
+ */
+static void bch_sb_set_fields(struct bch_sb_disk *to,
+			      const struct bch_sb_disk *from)
+{
+	to->flags = from->flags;
+	to->seq = from->seq;
+	to->last_attach = from->last_attach;
+	to->btree_root = from->btree_root;
+	to->btree_level = from->btree_level;
+	to->btree_root3 = from->btree_root3;
+	to->uuid_current = from->uuid_current;
+	to->uuid_csum = from->uuid_csum;
+	to->uuid_csum_other = from->uuid_csum_other;
+	to->state_seq = from->state_seq;
+	memcpy(to->members, from->members, sizeof(to->members));
+}
+
+/*
  * Write the in-core superblock. The preflush makes every metadata write
  * issued before it durable first, so the superblock never names a copy
  * of the UUID table or bucket array that is not on the media.
  */
 int bch_sb_write(struct bch_cache_set *set)
 {
-	struct bch_member *m = set->members[0];
-	struct bch_sb_disk *sb = m->sb;
-	int r;
+	struct bch_sb_disk *sb = set->sb;
+	struct bch_member *m;
+	unsigned int i;
+	int r = 0;
 
 	lockdep_assert_held(&set->lock);
-	/* Sets of one, so far: a set of several writes every member's. */
-	WARN_ON_ONCE(set->nr_members > 1);
 	le64_add_cpu(&sb->seq, 1);
 	/* The bucket states on disk hold for the checkpoint it names. */
 	sb->state_seq = set->states_ok ? sb->seq : 0;
-	sb->csum = cpu_to_le32(bch_sb_csum(sb));
-	r = bch_member_io(set, m, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA |
-			  REQ_SYNC, BCH_SB_SECTOR, sb, BCH_SB_SIZE);
-	if (r)
-		DMERR("%s: superblock write failed: %d", set->name, r);
+	/*
+	 * Member by member, each with the set's fields and its own, member 0
+	 * last: it decides at the next open (the journal is its alone), so
+	 * a crash between two leaves the set as member 0 says, and the
+	 * others' newer bucket arrays only newer gens (nothing is reused
+	 * before the whole write returns).
+	 */
+	for (i = set->nr_members; i-- > 0;) {
+		m = set->members[i];
+		if (m->sb != sb)
+			bch_sb_set_fields(m->sb, sb);
+		m->sb->csum = cpu_to_le32(bch_sb_csum(m->sb));
+		r = bch_member_io(set, m, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA |
+				  REQ_SYNC, BCH_SB_SECTOR, m->sb, BCH_SB_SIZE);
+		if (r) {
+			DMERR("%s: superblock write of member %u failed: %d",
+			      set->name, m->idx, r);
+			break;
+		}
+		if (i && bch_fault_wait_ms(BCH_WAIT_SB_MEMBER))
+			msleep(bch_fault_wait_ms(BCH_WAIT_SB_MEMBER));
+	}
 	return r;
 }
 
@@ -255,10 +316,6 @@ static const char *bch_sb_validate(struct block_device *bdev,
 	why = bch_sb_validate_journal(sb, nbuckets, bucket, block);
 	if (!why)
 		why = bch_sb_members_invalid(sb);
-	if (!why && (bch_sb_members(sb, BCH_MEMBER_ACTIVE) +
-		     bch_sb_members(sb, BCH_MEMBER_FAILED) > 1 ||
-		     le32_to_cpu(sb->dev_idx)))
-		why = "cache device is one member of a set of several: not supported yet";
 	return why;
 }
 
@@ -304,14 +361,172 @@ static void bch_set_free(struct bch_cache_set *set)
 	kfree(set);
 }
 
-static struct bch_cache_set *bch_set_open(struct block_device *bdev,
-					  char **error)
+/* Read and check the superblock of @bdev, to be a member of @set. */
+static int bch_member_read(struct bch_cache_set *set, struct block_device *bdev,
+			   struct bch_member **mp, char **error)
 {
+	struct bch_member *m;
+	const char *why;
+	int r;
+
+	*error = "cannot allocate cache set";
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return -ENOMEM;
+	*mp = m;
+	m->bdev = bdev;
+	m->sb = kmalloc(BCH_SB_SIZE, GFP_KERNEL);
+	if (!m->sb)
+		return -ENOMEM;
+	if (bdev_nr_sectors(bdev) < BCH_META_START) {
+		*error = "cache device too small to hold a superblock";
+		return -EINVAL;
+	}
+	if (bdev_read_only(bdev)) {
+		*error = "cache device is read-only";
+		return -EINVAL;
+	}
+	r = bch_member_io(set, m, REQ_OP_READ, BCH_SB_SECTOR, m->sb, BCH_SB_SIZE);
+	if (r) {
+		*error = "cannot read the cache superblock";
+		return r;
+	}
+	why = bch_sb_validate(bdev, m->sb);
+	if (why) {
+		*error = (char *)why;
+		return -EINVAL;
+	}
+	m->idx = le32_to_cpu(m->sb->dev_idx);
+	m->nbuckets = le64_to_cpu(m->sb->nbuckets);
+	m->first_bucket = le64_to_cpu(m->sb->first_bucket);
+	m->journal_buckets = le32_to_cpu(m->sb->journal_buckets);
+	return 0;
+}
+
+/*
+ * The @n devices a table names, read (@m, in the table's order), are the
+ * set: member 0's superblock (written last, bch_sb_write()) decides. Every
+ * one is a member it has ACTIVE, every ACTIVE member is named, numbered
+ * from 0 without gaps (members that failed are not handled yet). They go
+ * to set->members[] by index, and take member 0's set fields.
+ */
+static int bch_members_place(struct bch_cache_set *set, struct bch_member **m,
+			     unsigned int n, char **error)
+{
+	const struct bch_sb_disk *sb0 = NULL;
+	unsigned int i, active = 0;
+	u64 seq0;
+
+	/* Version 2 has no member table: one device, member 0. */
+	if (le32_to_cpu(m[0]->sb->version) == 2) {
+		if (n > 1) {
+			*error = "a cache set of several devices needs format version 3";
+			return -EINVAL;
+		}
+		set->members[0] = m[0];
+		m[0] = NULL;
+		set->nr_members = 1;
+		bch_sb_geom(set->members[0]->sb, &set->geom[0]);
+		return 0;
+	}
+	for (i = 0; i < n; i++)
+		if (!m[i]->idx)
+			sb0 = m[i]->sb;
+	if (!sb0) {
+		*error = "the table names no member 0 of the cache set";
+		return -EINVAL;
+	}
+	seq0 = le64_to_cpu(sb0->seq);
+	for (i = 0; i < n; i++) {
+		const struct bch_sb_disk *sb = m[i]->sb;
+
+		if (memcmp(sb->set_uuid, sb0->set_uuid, 16) ||
+		    sb->version != sb0->version ||
+		    sb->block_size != sb0->block_size ||
+		    sb->bucket_size != sb0->bucket_size) {
+			*error = "cache devices of different cache sets";
+			return -EINVAL;
+		}
+		/*
+		 * Member 0 is written last: a crash between two members'
+		 * writes leaves the others one write ahead of it. Anything
+		 * else is not this set as it last ran (a device restored
+		 * from an older image, or a member whose writes failed).
+		 */
+		if (le64_to_cpu(sb->seq) == seq0 + 1) {
+			set->members_behind = true;
+		} else if (le64_to_cpu(sb->seq) != seq0) {
+			*error = "a cache set member is not at its set's last superblock write";
+			return -EINVAL;
+		}
+	}
+	for (i = 0; i < BCH_MAX_MEMBERS; i++) {
+		u32 state = le32_to_cpu(sb0->members[i].state);
+
+		if (state == BCH_MEMBER_ACTIVE) {
+			active++;
+		} else if (state != BCH_MEMBER_NONE) {
+			*error = "cache set has a failed member: not supported yet";
+			return -EINVAL;
+		}
+	}
+	if (active != n) {
+		*error = "the table must name every member of the cache set";
+		return -EINVAL;
+	}
+	for (i = 0; i < n; i++) {
+		const struct bch_member_disk *e;
+
+		if (m[i]->idx >= n) {
+			*error = "cache set members not numbered from 0: not supported yet";
+			return -EINVAL;
+		}
+		e = &sb0->members[m[i]->idx];
+		if (le32_to_cpu(e->state) != BCH_MEMBER_ACTIVE ||
+		    memcmp(e->uuid, m[i]->sb->uuid, 16) ||
+		    e->nbuckets != m[i]->sb->nbuckets) {
+			*error = "a cache device is not the member of the set it says";
+			return -EINVAL;
+		}
+		if (set->members[m[i]->idx]) {
+			*error = "two cache devices are one member";
+			return -EINVAL;
+		}
+		set->members[m[i]->idx] = m[i];
+		m[i] = NULL;
+	}
+	set->nr_members = n;
+	for (i = 0; i < n; i++) {
+		struct bch_member *mi = set->members[i];
+
+		if (mi->sb != sb0)
+			bch_sb_set_fields(mi->sb, sb0);
+		bch_sb_geom(mi->sb, &set->geom[i]);
+	}
+	return 0;
+}
+
+/* Is the cache set @uuid open already (bch_sets_lock held)? */
+static bool bch_set_uuid_open(const u8 *uuid)
+{
+	struct bch_cache_set *set;
+
+	lockdep_assert_held(&bch_sets_lock);
+	list_for_each_entry(set, &bch_cache_sets, list)
+		if (!memcmp(set->sb->set_uuid, uuid, 16))
+			return true;
+	return false;
+}
+
+static struct bch_cache_set *bch_set_open(struct block_device **bdevs,
+					  unsigned int n, char **error)
+{
+	struct bch_member *named[BCH_MAX_MEMBERS] = { };
 	struct bch_failed_set *failed;
 	struct bch_cache_set *set;
 	struct bch_member *m;
 	bool trusted, lost;
-	const char *why;
+	unsigned int i;
 	int r = -ENOMEM;
 
 	set = kzalloc(sizeof(*set), GFP_KERNEL);
@@ -323,60 +538,42 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 	mutex_init(&set->lock);
 	spin_lock_init(&set->uuid_waiters_lock);
 	bio_list_init(&set->fp_waiters);
-	set->dev = bdev->bd_dev;
-	snprintf(set->name, sizeof(set->name), "%pg", bdev);
-
-	*error = "cannot allocate cache set";
-	m = kzalloc(sizeof(*m), GFP_KERNEL);
-	if (!m)
-		goto err;
-	set->members[0] = m;
-	set->nr_members = 1;
-	m->bdev = bdev;
-	m->sb = kmalloc(BCH_SB_SIZE, GFP_KERNEL);
-	if (!m->sb)
-		goto err;
-	set->sb = m->sb;
 	set->io = dm_io_client_create();
 	if (IS_ERR(set->io)) {
 		r = PTR_ERR(set->io);
 		set->io = NULL;
+		*error = "cannot allocate cache set";
 		goto err;
 	}
-
-	r = -EINVAL;
-	if (bdev_nr_sectors(bdev) < BCH_META_START) {
-		*error = "cache device too small to hold a superblock";
+	for (i = 0; i < n; i++) {
+		r = bch_member_read(set, bdevs[i], &named[i], error);
+		if (r)
+			goto err;
+	}
+	r = bch_members_place(set, named, n, error);
+	if (r)
+		goto err;
+	m = set->members[0];
+	set->sb = m->sb;
+	if (bch_set_uuid_open(set->sb->set_uuid)) {
+		*error = "cache set is already open through other devices";
+		r = -EBUSY;
 		goto err;
 	}
-	if (bdev_read_only(bdev)) {
-		*error = "cache device is read-only";
-		goto err;
-	}
-	r = bch_member_io(set, m, REQ_OP_READ, BCH_SB_SECTOR, m->sb, BCH_SB_SIZE);
-	if (r) {
-		*error = "cannot read the cache superblock";
-		goto err;
-	}
-	why = bch_sb_validate(bdev, m->sb);
-	if (why) {
-		r = -EINVAL;
-		*error = (char *)why;
-		goto err;
-	}
+	snprintf(set->name, sizeof(set->name), "%pg", m->bdev);
+	if (set->members_behind)
+		DMINFO("%s: a member is one superblock write ahead of member 0 (a crash between them): brought level",
+		       set->name);
 	set->block_size = le32_to_cpu(set->sb->block_size);
 	set->bucket_size = le32_to_cpu(set->sb->bucket_size);
 	set->version = le32_to_cpu(set->sb->version);
 	set->key_bytes = bch_key_bytes(set->version);
-	m->idx = le32_to_cpu(m->sb->dev_idx);	/* 0: refused otherwise */
-	m->nbuckets = le64_to_cpu(m->sb->nbuckets);
-	m->first_bucket = le64_to_cpu(m->sb->first_bucket);
-	m->journal_buckets = le32_to_cpu(m->sb->journal_buckets);
-	bch_sb_geom(m->sb, &set->geom[m->idx]);
 
-	r = bch_prios_read(set, m, error);
-	if (r)
-		goto err;
+	bch_for_each_member(m, set) {
+		r = bch_prios_read(set, m, error);
+		if (r)
+			goto err;
+	}
 	r = bch_uuids_read(set, error);
 	if (r)
 		goto err;
@@ -422,7 +619,13 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 		bch_uuids_recover(set, false);
 
 	mutex_lock(&set->lock);
-	r = bch_uuids_write(set);
+	/*
+	 * A member one write ahead names the UUID table copy the next
+	 * write goes to: bring it level with member 0 first.
+	 */
+	r = set->members_behind ? bch_sb_write(set) : 0;
+	if (!r)
+		r = bch_uuids_write(set);
 	if (!r) {
 		/* Informational: the journal makes a crash recoverable. */
 		set->sb->flags &= ~cpu_to_le64(BCH_SB_CLEAN);
@@ -451,10 +654,13 @@ static struct bch_cache_set *bch_set_open(struct block_device *bdev,
 		kfree(failed);
 	}
 
-	DMINFO("%s: cache set opened: %llu buckets of %u sectors",
-	       set->name, bch_set_buckets(set), set->bucket_size);
+	DMINFO("%s: cache set opened: %llu buckets of %u sectors on %u device%s",
+	       set->name, bch_set_buckets(set), set->bucket_size,
+	       set->nr_members, set->nr_members > 1 ? "s" : "");
 	return set;
 err:
+	for (i = 0; i < n; i++)
+		bch_member_free(named[i]);
 	bch_set_free(set);
 	return ERR_PTR(r);
 }
@@ -505,23 +711,36 @@ static void bch_set_close(struct bch_cache_set *set)
 }
 
 /*
- * Find the open cache set on @bdev or open it. The caller holds @bdev
- * through its table for as long as it holds the set, so the set never
- * outlives every opener of the device.
+ * Find the open cache set of the @n devices @bdevs or open it. A table
+ * of an open set names all its members, in any order. The caller holds
+ * the devices through its table for as long as it holds the set, so the
+ * set never outlives every opener of them.
  */
 struct bch_cache_set *bch_set_get(struct dm_target *ti,
-				  struct block_device *bdev, char **error)
+				  struct block_device **bdevs, unsigned int n,
+				  char **error)
 {
 	struct bch_cache_set *set;
+	struct bch_member *m;
+	unsigned int i, found;
 
 	mutex_lock(&bch_sets_lock);
 	list_for_each_entry(set, &bch_cache_sets, list) {
-		if (set->dev == bdev->bd_dev) {
+		found = 0;
+		bch_for_each_member(m, set)
+			for (i = 0; i < n; i++)
+				found += m->bdev == bdevs[i];
+		if (!found)
+			continue;
+		if (found != n || n != set->nr_members) {
+			*error = "the table must name every member of the cache set";
+			set = ERR_PTR(-EINVAL);
+		} else {
 			refcount_inc(&set->ref);
-			goto out;
 		}
+		goto out;
 	}
-	set = bch_set_open(bdev, error);
+	set = bch_set_open(bdevs, n, error);
 	if (!IS_ERR(set))
 		list_add(&set->list, &bch_cache_sets);
 out:

@@ -3,8 +3,12 @@
  * dm-bcache: the device-mapper target.
  *
  * Table line:
- *   <cache dev> <origin dev> [<#opt args> [origin_uuid <uuid>]
+ *   <cache dev>[,<cache dev>...] <origin dev> [<#opt args>
+ *                [origin_uuid <uuid>]
  *                [cache_mode writethrough|writeback|writearound|none]]
+ *
+ * A cache set of several devices (format version 3) is named by all its
+ * members, comma separated, in any order.
  *
  * Messages: invalidate, gc (a GC pass and a checkpoint), flush (write
  * back all dirty data), cache_mode <mode> (leaving writeback flushes
@@ -136,22 +140,63 @@ static void bch_dtr(struct dm_target *ti)
 	bioset_exit(&bt->bs);
 	if (bt->origin_dev)
 		dm_put_device(ti, bt->origin_dev);
-	if (bt->cache_dev)
-		dm_put_device(ti, bt->cache_dev);
+	while (bt->nr_cache_devs)
+		dm_put_device(ti, bt->cache_devs[--bt->nr_cache_devs]);
 	kfree(bt);
+}
+
+/* The cache devices of @list, comma separated: the set's members. */
+static int bch_get_cache_devs(struct dm_target *ti, struct bch_target *bt,
+			      const char *list, fmode_t mode)
+{
+	char *copy = kstrdup(list, GFP_KERNEL), *rest = copy, *name;
+	struct dm_dev **devs = bt->cache_devs;
+	unsigned int i;
+	int r = 0;
+
+	if (!copy) {
+		ti->error = "cannot allocate target context";
+		return -ENOMEM;
+	}
+	while (!r && (name = strsep(&rest, ","))) {
+		if (bt->nr_cache_devs == BCH_MAX_MEMBERS) {
+			ti->error = "more cache devices than a cache set has members";
+			r = -EINVAL;
+		} else if (!*name || !strcmp(name, "-")) {
+			ti->error = "a missing cache device: not supported yet";
+			r = -EINVAL;
+		} else {
+			r = dm_get_device(ti, name, mode,
+					  &devs[bt->nr_cache_devs]);
+			if (r)
+				ti->error = "cannot open the cache device";
+			else
+				bt->nr_cache_devs++;
+		}
+		for (i = 0; !r && i + 1 < bt->nr_cache_devs; i++) {
+			if (devs[i]->bdev == devs[bt->nr_cache_devs - 1]->bdev) {
+				ti->error = "a cache device is named twice";
+				r = -EINVAL;
+			}
+		}
+	}
+	kfree(copy);
+	return r;
 }
 
 static int bch_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 {
 	struct dm_arg_set as = { .argc = argc, .argv = argv };
+	struct block_device *bdevs[BCH_MAX_MEMBERS];
 	struct bch_args args = {};
 	fmode_t mode = FMODE_READ | FMODE_WRITE;
 	struct bch_target *bt;
 	struct bch_cache_set *set;
+	unsigned int i;
 	int r;
 
 	if (argc < 2) {
-		ti->error = "expected <cache dev> <origin dev> [<#opt args> <opt args>...]";
+		ti->error = "expected <cache dev>[,...] <origin dev> [<#opt args> <opt args>...]";
 		return -EINVAL;
 	}
 	if (!(dm_table_get_mode(ti->table) & FMODE_WRITE)) {
@@ -177,20 +222,21 @@ static int bch_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		goto bad;
 	}
 
-	r = dm_get_device(ti, dm_shift_arg(&as), mode, &bt->cache_dev);
-	if (r) {
-		ti->error = "cannot open the cache device";
+	r = bch_get_cache_devs(ti, bt, dm_shift_arg(&as), mode);
+	if (r)
 		goto bad;
-	}
 	r = dm_get_device(ti, dm_shift_arg(&as), mode, &bt->origin_dev);
 	if (r) {
 		ti->error = "cannot open the origin device";
 		goto bad;
 	}
 	r = -EINVAL;
-	if (bt->cache_dev->bdev == bt->origin_dev->bdev) {
-		ti->error = "cache and origin are the same device";
-		goto bad;
+	for (i = 0; i < bt->nr_cache_devs; i++) {
+		bdevs[i] = bt->cache_devs[i]->bdev;
+		if (bdevs[i] == bt->origin_dev->bdev) {
+			ti->error = "cache and origin are the same device";
+			goto bad;
+		}
 	}
 	if (ti->len > bdev_nr_sectors(bt->origin_dev->bdev)) {
 		ti->error = "origin device is smaller than the target";
@@ -213,7 +259,7 @@ static int bch_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	bt->persistent = args.has_uuid;
 	bt->mode = args.mode;
 
-	set = bch_set_get(ti, bt->cache_dev->bdev, &ti->error);
+	set = bch_set_get(ti, bdevs, bt->nr_cache_devs, &ti->error);
 	if (IS_ERR(set)) {
 		r = PTR_ERR(set);
 		goto bad;
@@ -287,7 +333,7 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 	struct bch_cache_set *set = bt->set;
 	struct bch_stats *st = &bt->stats;
 	enum bch_cache_mode mode;
-	unsigned int sz = 0;
+	unsigned int sz = 0, i;
 
 	switch (type) {
 	case STATUSTYPE_INFO:
@@ -336,7 +382,9 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 		break;
 	case STATUSTYPE_TABLE:
 		mode = READ_ONCE(bt->mode);
-		DMEMIT("%s %s", bt->cache_dev->name, bt->origin_dev->name);
+		for (i = 0; i < bt->nr_cache_devs; i++)
+			DMEMIT("%s%s", i ? "," : "", bt->cache_devs[i]->name);
+		DMEMIT(" %s", bt->origin_dev->name);
 		if (bt->persistent || mode != BCH_MODE_WRITETHROUGH)
 			DMEMIT(" %u", 2 * bt->persistent +
 			       2 * (mode != BCH_MODE_WRITETHROUGH));
@@ -347,8 +395,10 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 		break;
 	case STATUSTYPE_IMA:
 		DMEMIT_TARGET_NAME_VERSION(ti->type);
-		DMEMIT(",cache_device=%s,origin_device=%s;",
-		       bt->cache_dev->name, bt->origin_dev->name);
+		DMEMIT(",cache_device=%s", bt->cache_devs[0]->name);
+		for (i = 1; i < bt->nr_cache_devs; i++)
+			DMEMIT(",cache_device_%u=%s", i, bt->cache_devs[i]->name);
+		DMEMIT(",origin_device=%s;", bt->origin_dev->name);
 		break;
 	}
 }
@@ -472,9 +522,12 @@ static int bch_iterate_devices(struct dm_target *ti,
 			       iterate_devices_callout_fn fn, void *data)
 {
 	struct bch_target *bt = ti->private;
-	int r;
+	unsigned int i;
+	int r = 0;
 
-	r = fn(ti, bt->cache_dev, 0, bdev_nr_sectors(bt->cache_dev->bdev), data);
+	for (i = 0; !r && i < bt->nr_cache_devs; i++)
+		r = fn(ti, bt->cache_devs[i], 0,
+		       bdev_nr_sectors(bt->cache_devs[i]->bdev), data);
 	if (!r)
 		r = fn(ti, bt->origin_dev, 0, ti->len, data);
 	return r;

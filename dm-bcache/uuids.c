@@ -144,15 +144,19 @@ int bch_uuids_write(struct bch_cache_set *set)
 	struct bch_sb_disk *sb = set->sb;
 	unsigned int next = !le32_to_cpu(sb->uuid_current);
 	__le32 old_current, old_csum, old_other;
+	struct bch_member *m;
 	int r;
 
 	lockdep_assert_held(&set->lock);
 	bch_uuids_fill_dirty(set);
-	r = bch_member_io(set, set->members[0], REQ_OP_WRITE,
-			  le64_to_cpu(sb->uuid_offset[next]), set->uuids,
-			  bch_uuid_bytes(set));
-	if (r)
-		return r;
+	/* Every member holds the table, in the copy the set names. */
+	bch_for_each_member(m, set) {
+		r = bch_member_io(set, m, REQ_OP_WRITE,
+				  le64_to_cpu(m->sb->uuid_offset[next]),
+				  set->uuids, bch_uuid_bytes(set));
+		if (r)
+			return r;
+	}
 	old_current = sb->uuid_current;
 	old_csum = sb->uuid_csum;
 	old_other = sb->uuid_csum_other;

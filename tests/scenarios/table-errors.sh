@@ -25,8 +25,8 @@ bad() {
 	fi
 }
 
-bad "no arguments" "expected <cache dev> <origin dev>" "0 $len bcache"
-bad "one argument" "expected <cache dev> <origin dev>" "0 $len bcache $cache"
+bad "no arguments" "expected <cache dev>" "0 $len bcache"
+bad "one argument" "expected <cache dev>" "0 $len bcache $cache"
 bad "missing cache device" "cannot open the cache device" "0 $len bcache /dev/nonexistent $origin"
 bad "missing origin device" "cannot open the origin device" "0 $len bcache $cache /dev/nonexistent"
 bad "unformatted cache" "no dm-bcache superblock" "0 $len bcache $blank $origin"
@@ -63,14 +63,14 @@ check "wipe the tiny device" dd if=/dev/zero of="$small" bs=1M count=8 conv=fsyn
 check "brd with a 4 KiB disk" modprobe brd rd_nr=1 rd_size=4
 bad "cache smaller than a superblock" "too small to hold a superblock" "0 $len bcache /dev/ram0 $origin"
 
-# A member of a set of two (format version 3): the module opens sets of
-# one device only, so far, and says so.
+# A member of a set of two (format version 3) alone: the table must name
+# both (set-two has the rest).
 if make-bcache -q --wipe -b 64k "$blank" "$small" 2>/tmp/mk; then
 	check_eq "blank is member 0 of the set" 0 \
 		"$(bcache-super-show -u "$blank" | awk -F'\t' '$1 == "sb.dev_idx" { print $2 }')"
-	bad "a member of a set of two" "one member of a set of several" \
+	bad "member 0 of a set of two alone" "must name every member" \
 		"0 $len bcache $blank $origin"
-	bad "the other member" "one member of a set of several" \
+	bad "member 1 alone" "names no member 0" \
 		"0 $len bcache $small $origin"
 else
 	check "version 2: a set of several refused" grep -q "needs format version 3" /tmp/mk
