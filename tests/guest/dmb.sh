@@ -87,6 +87,33 @@ dmesg_has() {
 	dmesg | grep -q -- "$1"
 }
 
+# dmb_refused DESC MSG TABLE: creating a device with TABLE fails, and the
+# kernel log says MSG.
+dmb_refused() {
+	local desc=$1 msg=$2
+	shift 2
+	dmesg -c >/dev/null
+	check_fails "$desc refused" dmsetup create bad --table "$*"
+	dmsetup remove bad 2>/dev/null
+	if dmesg | grep -q -- "$msg"; then
+		pass "$desc: '$msg' logged"
+	else
+		dmesg | tail -n 5
+		fail "$desc: '$msg' logged"
+	fi
+}
+
+# dmb_io OFF SIZE RW BS(range) [ARGS...]: fio over [OFF, +SIZE) MiB of
+# /dev/mapper/c, direct, 8 deep; random IO covers each block once (so
+# that fio can verify it).
+dmb_io() {
+	local off=$1 size=$2 rw=$3 bs=$4
+	shift 4
+	fio --name=io --filename=/dev/mapper/c --direct=1 --ioengine=libaio --iodepth=8 \
+		--offset=$((off * 1048576)) --size=$((size * 1048576)) --rw="$rw" \
+		--bsrange="$bs" "$@" --output=/tmp/io
+}
+
 # After a crash, a checkpoint that came after the last write may have left
 # nothing to replay: run dmb_journal_entries before the create, and check
 # dmb_replayed with its count after it. The kernel must replay exactly the

@@ -13,7 +13,6 @@
 cache=$(disk cache)
 origin=$(disk origin)
 U=3c3d3e3f-0000-4c3d-8e3f-3c3d3e3f4041
-MiB=1048576
 st() { dmb_stat c "$1"; }
 
 check "modprobe dm-bcache node_cache_mb=0" modprobe dm-bcache node_cache_mb=0

@@ -13,17 +13,6 @@
 cache=$(disk cache)
 origin=$(disk origin)
 A=c5c5c5c5-0000-4c5c-8c5c-c5c5c5c5c5c5
-MiB=1048576
-
-# fio over [OFF, +SIZE) MiB of the target: OFF SIZE RW BS(range) [ARGS...];
-# random IO covers each block once (so that fio can verify it)
-io() {
-	local off=$1 size=$2 rw=$3 bs=$4
-	shift 4
-	fio --name=io --filename=/dev/mapper/c --direct=1 --ioengine=libaio --iodepth=8 \
-		--offset=$((off * MiB)) --size=$((size * MiB)) --rw="$rw" --bsrange="$bs" \
-		"$@" --output=/tmp/io
-}
 
 # 6. Buckets of 1 MiB: a 1 MiB write or fill fills a bucket whole (a bio
 # of 256 pages, none more). It reformats the cache: last.
@@ -32,8 +21,8 @@ big_buckets() {
 	check "create" dmb_create c "$cache" "$origin" origin_uuid $A
 	check "no bypass" dmsetup message c 0 sequential_cutoff 0
 	f0=$(dmb_stat c filled_sectors)
-	check "1m writethrough writes, read back" io 0 8 write 1m-1m --verify=crc32c
-	check "1m read misses" io 8 8 read 1m-1m
+	check "1m writethrough writes, read back" dmb_io 0 8 write 1m-1m --verify=crc32c
+	check "1m read misses" dmb_io 8 8 read 1m-1m
 	check_eq "all of it filled" $((f0 + 32768)) "$(dmb_stat c filled_sectors)"
 	check "remove" dmb_remove c
 	check "bcache-check --data" sh -c "bcache-check --data '$cache' >/tmp/chk"
@@ -51,11 +40,11 @@ check "no bypass" dmsetup message c 0 sequential_cutoff 0
 
 # 1. fills of read misses, 4 KiB to 1 MiB
 f0=$(dmb_stat c filled_sectors)
-check "read misses, 4k-1m" io 0 16 randread 4k-1m
+check "read misses, 4k-1m" dmb_io 0 16 randread 4k-1m
 check "they filled" test "$(dmb_stat c filled_sectors)" -gt "$f0"
 # 2. writethrough writes, 4 KiB to 1 MiB (fio's own data, verified below)
 f0=$(dmb_stat c filled_sectors)
-check "writethrough writes, 4k-1m, read back" io 16 16 randwrite 4k-1m --verify=crc32c
+check "writethrough writes, 4k-1m, read back" dmb_io 16 16 randwrite 4k-1m --verify=crc32c
 check "they filled" test "$(dmb_stat c filled_sectors)" -gt "$f0"
 # 2b. writethrough writes whose copy fails now and then (fail_copy_every):
 # those are not cached, the rest are, all of it reads back
@@ -63,7 +52,7 @@ P=/sys/module/dm_bcache/parameters
 f0=$(dmb_stat c filled_sectors)
 echo 2 >$P/fail_copy_every
 check "writethrough writes, every second copy failing" \
-	io 64 4 randwrite 64k-64k --verify=crc32c --do_verify=0
+	dmb_io 64 4 randwrite 64k-64k --verify=crc32c --do_verify=0
 echo 0 >$P/fail_copy_every
 f1=$(dmb_stat c filled_sectors)
 info "$((f1 - f0)) of 8192 sectors filled"
@@ -74,16 +63,16 @@ if [ "$version" = 2 ]; then
 else
 	check "about half of them filled" test $((f1 - f0)) -gt 1024 -a $((f1 - f0)) -lt 6144
 fi
-check "all of them read back" io 64 4 randwrite 64k-64k --verify=crc32c --verify_only
+check "all of them read back" dmb_io 64 4 randwrite 64k-64k --verify=crc32c --verify_only
 # 3. small reads, then large ones over them: pieces rewritten as one extent
-check "4k reads" io 32 4 randread 4k-4k
+check "4k reads" dmb_io 32 4 randread 4k-4k
 r0=$(dmb_stat c rewritten)
-check "256k reads over them" io 32 4 read 256k-256k
+check "256k reads over them" dmb_io 32 4 read 256k-256k
 check "pieces rewritten" test "$(dmb_stat c rewritten)" -gt "$r0"
 # 4. dirty writes, 4 KiB to 1 MiB
 check "writeback" dmsetup message c 0 cache_mode writeback
 check "held dirty" dmsetup message c 0 writeback_running 0
-check "dirty writes, 4k-1m, read back" io 40 16 randwrite 4k-1m --verify=crc32c
+check "dirty writes, 4k-1m, read back" dmb_io 40 16 randwrite 4k-1m --verify=crc32c
 check "they are dirty" test "$(dmb_stat c dirty)" -gt 0
 # 4b. 1 MiB dirty writes whose copies all fail (version 3) go to the
 # origin; once they are done, nothing of them holds the range: reads of
@@ -93,13 +82,13 @@ if [ "$version" = 3 ]; then
 	echo 1 >$P/fail_copy_every
 	d0=$(dmb_stat c dirty)
 	check "1m dirty writes, every copy failing" \
-		io 56 4 write 1m-1m --verify=crc32c --do_verify=0
+		dmb_io 56 4 write 1m-1m --verify=crc32c --do_verify=0
 	echo 0 >$P/fail_copy_every
 	check_eq "none of them dirty" "$d0" "$(dmb_stat c dirty)"
 	f0=$(dmb_stat c filled_sectors)
-	check "64k reads of them" io 56 4 read 64k-64k
+	check "64k reads of them" dmb_io 56 4 read 64k-64k
 	check_eq "all of them filled" $((f0 + 8192)) "$(dmb_stat c filled_sectors)"
-	check "they read back" io 56 4 write 1m-1m --verify=crc32c --verify_only
+	check "they read back" dmb_io 56 4 write 1m-1m --verify=crc32c --verify_only
 fi
 check "remove" dmb_remove c
 

@@ -19,14 +19,6 @@ A=5e750000-0000-4e75-8e75-5e75e75e75e7
 B=5e750000-0000-4e75-8e75-000000000002
 MiB=1048576
 
-# fio over [OFF, +SIZE) MiB of the target: OFF SIZE RW BS(range) [ARGS...]
-io() {
-	local off=$1 size=$2 rw=$3 bs=$4
-	shift 4
-	fio --name=io --filename=/dev/mapper/c --direct=1 --ioengine=libaio --iodepth=8 \
-		--offset=$((off * MiB)) --size=$((size * MiB)) --rw="$rw" --bsrange="$bs" \
-		"$@" --output=/tmp/io
-}
 # Bytes written into member DEV's data buckets (the disks start zeroed and
 # make-bcache writes nothing past the journal).
 data_bytes() {
@@ -48,8 +40,8 @@ if [ "$BOOT" = 2 ]; then
 	check "member 1 was a superblock write ahead of member 0" \
 		dmesg_has "one superblock write ahead of member 0"
 	check "every acknowledged dirty write reads back" \
-		io 64 16 randwrite 4k-64k --verify=crc32c --verify_only --randseed=3
-	check "the writethrough data too" io 0 32 randwrite 4k-64k --verify=crc32c \
+		dmb_io 64 16 randwrite 4k-64k --verify=crc32c --verify_only --randseed=3
+	check "the writethrough data too" dmb_io 0 32 randwrite 4k-64k --verify=crc32c \
 		--verify_only
 	check "flush" dmsetup message c 0 flush
 	check_eq "nothing dirty" 0 "$(dmb_stat c dirty)"
@@ -79,22 +71,14 @@ check "and another cache" make-bcache -q -b 128k "$other"
 check_eq "member 0" 0 "$(bcache-super-show "$c0" | awk -F'\t' '$1 == "sb.dev_idx" { print $2 }')"
 check_eq "member 1" 1 "$(bcache-super-show "$c1" | awk -F'\t' '$1 == "sb.dev_idx" { print $2 }')"
 
-bad() {
-	desc=$1 msg=$2
-	shift 2
-	dmesg -c >/dev/null
-	check_fails "$desc refused" dmsetup create bad --table "$*"
-	dmsetup remove bad 2>/dev/null
-	check "$desc: '$msg' logged" dmesg_has "$msg"
-}
 len=$(blockdev --getsz "$origin")
-bad "member 0 alone" "must name every member" "0 $len bcache $c0 $origin"
-bad "member 1 alone" "names no member 0" "0 $len bcache $c1 $origin"
-bad "a member named twice" "named twice" "0 $len bcache $c0,$c0 $origin"
-bad "a cache of another set" "different cache sets" "0 $len bcache $c0,$other $origin"
-bad "a cache of another set too" "different cache sets" \
+dmb_refused "member 0 alone" "must name every member" "0 $len bcache $c0 $origin"
+dmb_refused "member 1 alone" "names no member 0" "0 $len bcache $c1 $origin"
+dmb_refused "a member named twice" "named twice" "0 $len bcache $c0,$c0 $origin"
+dmb_refused "a cache of another set" "different cache sets" "0 $len bcache $c0,$other $origin"
+dmb_refused "a cache of another set too" "different cache sets" \
 	"0 $len bcache $c0,$c1,$other $origin"
-bad "a missing member" "missing cache device" "0 $len bcache $c0,- $origin"
+dmb_refused "a missing member" "missing cache device" "0 $len bcache $c0,- $origin"
 
 check "create with both members" dmb_create c "$c0,$c1" "$origin" origin_uuid $A
 check "opened on 2 devices, logged" dmesg_has "on 2 devices"
@@ -113,8 +97,8 @@ check "... a member left out is refused while the set is open" sh -c \
 dmsetup remove bad 2>/dev/null
 
 f0=$(dmb_stat c filled_sectors)
-check "writethrough writes, 4k-64k, read back" io 0 32 randwrite 4k-64k --verify=crc32c
-check "read misses, 4k-1m" io 32 24 randread 4k-1m
+check "writethrough writes, 4k-64k, read back" dmb_io 0 32 randwrite 4k-64k --verify=crc32c
+check "read misses, 4k-1m" dmb_io 32 24 randread 4k-1m
 check "they filled" test "$(dmb_stat c filled_sectors)" -gt $((f0 + 16384))
 check "the second origin fills too" fio --name=io --filename=/dev/mapper/d --direct=1 \
 	--rw=read --bs=64k --size=16M --output=/tmp/io2
@@ -136,12 +120,12 @@ check_eq "both superblocks at one seq" \
 check "open again, members in the other order" dmb_create c "$c1,$c0" "$origin" \
 	origin_uuid $A
 h0=$(dmb_stat c read_hits)
-check "the writes read back" io 0 32 randwrite 4k-64k --verify=crc32c --verify_only
+check "the writes read back" dmb_io 0 32 randwrite 4k-64k --verify=crc32c --verify_only
 check "... as hits" test "$(dmb_stat c read_hits)" -gt $((h0 + 100))
 
 check "writeback" dmsetup message c 0 cache_mode writeback
 check "held dirty" dmsetup message c 0 writeback_running 0
-check "dirty writes, 4k-64k, fsync'd" io 64 16 randwrite 4k-64k --verify=crc32c \
+check "dirty writes, 4k-64k, fsync'd" dmb_io 64 16 randwrite 4k-64k --verify=crc32c \
 	--do_verify=0 --randseed=3 --end_fsync=1
 check "dirty" test "$(dmb_stat c dirty)" -gt 16384
 # The crash comes between the two members' superblock writes: member 1's

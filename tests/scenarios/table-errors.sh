@@ -11,47 +11,34 @@ dmb_load
 check "format the cache" make-bcache -q "$cache"
 len=$(blockdev --getsz "$origin")
 
-bad() {
-	desc=$1 msg=$2
-	shift 2
-	dmesg -c >/dev/null
-	check_fails "$desc refused" dmsetup create bad --table "$*"
-	dmsetup remove bad 2>/dev/null
-	if dmesg | grep -q -- "$msg"; then
-		pass "$desc: '$msg' logged"
-	else
-		dmesg | tail -n 5
-		fail "$desc: '$msg' logged"
-	fi
-}
 
-bad "no arguments" "expected <cache dev>" "0 $len bcache"
-bad "one argument" "expected <cache dev>" "0 $len bcache $cache"
-bad "missing cache device" "cannot open the cache device" "0 $len bcache /dev/nonexistent $origin"
-bad "missing origin device" "cannot open the origin device" "0 $len bcache $cache /dev/nonexistent"
-bad "unformatted cache" "no dm-bcache superblock" "0 $len bcache $blank $origin"
-bad "same device twice" "same device" "0 $len bcache $cache $cache"
-bad "target longer than origin" "origin device is smaller" "0 $((len + 8)) bcache $cache $origin"
-bad "unknown option" "unknown or incomplete optional argument" "0 $len bcache $cache $origin 1 frobnicate"
-bad "option without value" "unknown or incomplete optional argument" "0 $len bcache $cache $origin 1 origin_uuid"
-bad "bad uuid" "not a valid UUID" "0 $len bcache $cache $origin 2 origin_uuid not-a-uuid"
-bad "null uuid" "null UUID" "0 $len bcache $cache $origin 2 origin_uuid 00000000-0000-0000-0000-000000000000"
-bad "opt count too large" "optional arguments" "0 $len bcache $cache $origin 3 origin_uuid"
-bad "extra arguments" "too many arguments" "0 $len bcache $cache $origin 0 extra"
+dmb_refused "no arguments" "expected <cache dev>" "0 $len bcache"
+dmb_refused "one argument" "expected <cache dev>" "0 $len bcache $cache"
+dmb_refused "missing cache device" "cannot open the cache device" "0 $len bcache /dev/nonexistent $origin"
+dmb_refused "missing origin device" "cannot open the origin device" "0 $len bcache $cache /dev/nonexistent"
+dmb_refused "unformatted cache" "no dm-bcache superblock" "0 $len bcache $blank $origin"
+dmb_refused "same device twice" "same device" "0 $len bcache $cache $cache"
+dmb_refused "target longer than origin" "origin device is smaller" "0 $((len + 8)) bcache $cache $origin"
+dmb_refused "unknown option" "unknown or incomplete optional argument" "0 $len bcache $cache $origin 1 frobnicate"
+dmb_refused "option without value" "unknown or incomplete optional argument" "0 $len bcache $cache $origin 1 origin_uuid"
+dmb_refused "bad uuid" "not a valid UUID" "0 $len bcache $cache $origin 2 origin_uuid not-a-uuid"
+dmb_refused "null uuid" "null UUID" "0 $len bcache $cache $origin 2 origin_uuid 00000000-0000-0000-0000-000000000000"
+dmb_refused "opt count too large" "optional arguments" "0 $len bcache $cache $origin 3 origin_uuid"
+dmb_refused "extra arguments" "too many arguments" "0 $len bcache $cache $origin 0 extra"
 
 # A superblock copied onto a smaller device: the device is not what it says.
 check "copy superblock to a smaller device" dd if="$cache" of="$small" bs=1M count=8 conv=fsync
-bad "cache smaller than its superblock" "smaller than its superblock says" "0 $len bcache $small $origin"
+dmb_refused "cache smaller than its superblock" "smaller than its superblock says" "0 $len bcache $small $origin"
 
 # Corruptions of a good superblock, one byte each.
 check "copy the cache" dd if="$cache" of="$blank" bs=1M conv=fsync
 printf 'X' | dd of="$blank" bs=1 seek=$((4096 + 200)) conv=notrunc,fsync 2>/dev/null
-bad "flipped superblock byte" "checksum mismatch" "0 $len bcache $blank $origin"
+dmb_refused "flipped superblock byte" "checksum mismatch" "0 $len bcache $blank $origin"
 # Bucket array copies at sectors 16 and 24 (8 sectors each, 128 buckets).
 check "copy the cache again" dd if="$cache" of="$blank" bs=1M conv=fsync
 printf 'Y' | dd of="$blank" bs=1 seek=$((8192 + 16)) conv=notrunc,fsync 2>/dev/null
 printf 'Y' | dd of="$blank" bs=1 seek=$((12288 + 16)) conv=notrunc,fsync 2>/dev/null
-bad "both bucket array copies corrupted" "bucket array checksum mismatch" "0 $len bcache $blank $origin"
+dmb_refused "both bucket array copies corrupted" "bucket array checksum mismatch" "0 $len bcache $blank $origin"
 check "copy the cache once more" dd if="$cache" of="$blank" bs=1M conv=fsync
 printf 'Y' | dd of="$blank" bs=1 seek=$((8192 + 16)) conv=notrunc,fsync 2>/dev/null
 dmesg -c >/dev/null
@@ -61,16 +48,16 @@ check "and it reads the origin" dmb_same /dev/mapper/fb "$origin"
 check "remove it" dmb_remove fb
 check "wipe the tiny device" dd if=/dev/zero of="$small" bs=1M count=8 conv=fsync
 check "brd with a 4 KiB disk" modprobe brd rd_nr=1 rd_size=4
-bad "cache smaller than a superblock" "too small to hold a superblock" "0 $len bcache /dev/ram0 $origin"
+dmb_refused "cache smaller than a superblock" "too small to hold a superblock" "0 $len bcache /dev/ram0 $origin"
 
 # A member of a set of two (format version 3) alone: the table must name
 # both (set-two has the rest).
 if make-bcache -q --wipe -b 64k "$blank" "$small" 2>/tmp/mk; then
 	check_eq "blank is member 0 of the set" 0 \
 		"$(bcache-super-show -u "$blank" | awk -F'\t' '$1 == "sb.dev_idx" { print $2 }')"
-	bad "member 0 of a set of two alone" "must name every member" \
+	dmb_refused "member 0 of a set of two alone" "must name every member" \
 		"0 $len bcache $blank $origin"
-	bad "member 1 alone" "names no member 0" \
+	dmb_refused "member 1 alone" "names no member 0" \
 		"0 $len bcache $small $origin"
 else
 	check "version 2: a set of several refused" grep -q "needs format version 3" /tmp/mk
