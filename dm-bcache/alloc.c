@@ -235,6 +235,16 @@ bool bch_ptr_stale(struct bch_cache_set *set, u64 ptr, u8 gen)
 	return READ_ONCE(m->buckets[bucket].gen) != gen;
 }
 
+/* Reclaim, if any member's free buckets are below its target (lock held). */
+static void bch_reclaim_kick(struct bch_cache_set *set)
+{
+	struct bch_member *m;
+
+	bch_for_each_member(m, set)
+		if (m->nr_free < bch_reclaim_target(m))
+			queue_work(set->wq, &set->reclaim_work);
+}
+
 /* Member @m's open bucket, with room; false if it has none to open. */
 static bool bch_open_bucket(struct bch_cache_set *set, struct bch_member *m)
 {
@@ -296,9 +306,7 @@ int bch_alloc_data(struct bch_cache_set *set, u32 sectors, u64 *ptr, u8 *gen,
 		m->open_offset += *got;
 		r = 0;
 	}
-	bch_for_each_member(m, set)
-		if (m->nr_free < bch_reclaim_target(m))
-			queue_work(set->wq, &set->reclaim_work);
+	bch_reclaim_kick(set);
 	spin_unlock(&set->alloc_lock);
 	return r;
 }
@@ -398,9 +406,7 @@ int bch_alloc_btree(struct bch_cache_set *set, u64 *bucket, u8 *gen)
 		r = 0;
 		break;
 	}
-	bch_for_each_member(m, set)
-		if (m->nr_free < bch_reclaim_target(m))
-			queue_work(set->wq, &set->reclaim_work);
+	bch_reclaim_kick(set);
 	spin_unlock(&set->alloc_lock);
 	return r;
 }
