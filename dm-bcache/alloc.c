@@ -245,22 +245,24 @@ static void bch_reclaim_kick(struct bch_cache_set *set)
 			queue_work(set->wq, &set->reclaim_work);
 }
 
-/* Member @m's open bucket, with room; false if it has none to open. */
-static bool bch_open_bucket(struct bch_cache_set *set, struct bch_member *m)
+/* Member @m's open bucket @o, with room; false if it has none to open. */
+static bool bch_open_bucket(struct bch_cache_set *set, struct bch_member *m,
+			    unsigned int o)
 {
+	struct bch_open *open = &m->open[o];
 	struct bch_bucket *b;
 
-	if (m->have_open && m->open_offset >= set->bucket_size) {
-		m->buckets[m->open_bucket].state = BCH_B_DATA;
-		m->have_open = false;
+	if (open->have && open->offset >= set->bucket_size) {
+		m->buckets[open->bucket].state = BCH_B_DATA;
+		open->have = false;
 	}
-	if (!m->have_open) {
+	if (!open->have) {
 		if (m->nr_free <= bch_btree_reserve(m))
 			return false;
-		m->open_bucket = bch_fifo_pop(m);
-		m->open_offset = 0;
-		m->have_open = true;
-		b = &m->buckets[m->open_bucket];
+		open->bucket = bch_fifo_pop(m);
+		open->offset = 0;
+		open->have = true;
+		b = &m->buckets[open->bucket];
 		b->state = BCH_B_OPEN;
 		b->prio = set->prio.initial;
 		b->sectors = 0;
@@ -276,6 +278,43 @@ static bool bch_open_bucket(struct bch_cache_set *set, struct bch_member *m)
 	return true;
 }
 
+/* The next member in turn but @except whose open bucket @o has room. */
+static struct bch_member *bch_alloc_member(struct bch_cache_set *set,
+					   struct bch_member *except,
+					   unsigned int o)
+{
+	struct bch_member *m;
+	unsigned int i;
+
+	for (i = 0; i < set->nr_members; i++) {
+		m = set->members[(set->alloc_next + i) % set->nr_members];
+		if (m != except && bch_open_bucket(set, m, o))
+			return m;
+	}
+	return NULL;
+}
+
+/* Room left in @m's open bucket @o. */
+static u32 bch_open_room(struct bch_cache_set *set, struct bch_member *m,
+			 unsigned int o)
+{
+	return set->bucket_size - m->open[o].offset;
+}
+
+/* Take @sectors of @m's open bucket @o: at @ptr (a location), of @gen. */
+static void bch_alloc_take(struct bch_cache_set *set, struct bch_member *m,
+			   unsigned int o, u32 sectors, u64 *ptr, u8 *gen)
+{
+	struct bch_open *open = &m->open[o];
+	struct bch_bucket *b = &m->buckets[open->bucket];
+
+	*ptr = bch_ptr(m->idx, 0, open->bucket * set->bucket_size +
+		       open->offset);
+	*gen = b->gen;
+	atomic_inc(&b->pending);
+	open->offset += sectors;
+}
+
 /*
  * Room for up to @sectors of data, in one bucket: its location in @ptr
  * (bch_ptr_loc()), its gen, and how much in @got. Members take turns,
@@ -284,26 +323,44 @@ static bool bch_open_bucket(struct bch_cache_set *set, struct bch_member *m)
 int bch_alloc_data(struct bch_cache_set *set, u32 sectors, u64 *ptr, u8 *gen,
 		   u32 *got)
 {
-	struct bch_member *m = NULL;
-	struct bch_bucket *b;
-	unsigned int i;
+	struct bch_member *m;
 	int r = -ENOSPC;
 
 	spin_lock(&set->alloc_lock);
-	for (i = 0; i < set->nr_members; i++) {
-		m = set->members[(set->alloc_next + i) % set->nr_members];
-		if (bch_open_bucket(set, m))
-			break;
-	}
-	if (i < set->nr_members) {
+	m = bch_alloc_member(set, NULL, BCH_OPEN_DATA);
+	if (m) {
 		set->alloc_next = (m->idx + 1) % set->nr_members;
-		b = &m->buckets[m->open_bucket];
-		*got = min(sectors, set->bucket_size - m->open_offset);
-		*ptr = bch_ptr(m->idx, 0, m->open_bucket * set->bucket_size +
-			       m->open_offset);
-		*gen = b->gen;
-		atomic_inc(&b->pending);
-		m->open_offset += *got;
+		*got = min(sectors, bch_open_room(set, m, BCH_OPEN_DATA));
+		bch_alloc_take(set, m, BCH_OPEN_DATA, *got, ptr, gen);
+		r = 0;
+	}
+	bch_reclaim_kick(set);
+	spin_unlock(&set->alloc_lock);
+	return r;
+}
+
+/*
+ * The same on two members at once, for the two copies of dirty data:
+ * @got sectors at @ptr[0], in a data bucket, and at @ptr[1], in one for
+ * second copies. -ENOSPC unless two members have room: dirty data is
+ * never written as one copy on a set of several.
+ */
+int bch_alloc_mirrored(struct bch_cache_set *set, u32 sectors, u64 ptr[2],
+		       u8 gen[2], u32 *got)
+{
+	struct bch_member *a, *b = NULL;
+	int r = -ENOSPC;
+
+	spin_lock(&set->alloc_lock);
+	a = bch_alloc_member(set, NULL, BCH_OPEN_DATA);
+	if (a)
+		b = bch_alloc_member(set, a, BCH_OPEN_COPY);
+	if (b) {
+		set->alloc_next = (a->idx + 1) % set->nr_members;
+		*got = min3(sectors, bch_open_room(set, a, BCH_OPEN_DATA),
+			    bch_open_room(set, b, BCH_OPEN_COPY));
+		bch_alloc_take(set, a, BCH_OPEN_DATA, *got, &ptr[0], &gen[0]);
+		bch_alloc_take(set, b, BCH_OPEN_COPY, *got, &ptr[1], &gen[1]);
 		r = 0;
 	}
 	bch_reclaim_kick(set);
@@ -345,17 +402,24 @@ void bch_alloc_done_dirty(struct bch_cache_set *set, u64 ptr, u32 inserted)
 }
 
 /*
- * Dirty key @k, in the index, is being marked clean: its bucket may be
- * reused once the rest of it is clean too (btree lock held for write).
+ * Dirty key @k, in the index, is being marked clean: the buckets of its
+ * copies may be reused once the rest of them is clean too (btree lock
+ * held for write).
  */
 void bch_alloc_cleaned(struct bch_cache_set *set, const struct bch_bkey *k)
 {
-	struct bch_bucket *b = bch_ptr_bucket(set, k->ptr[0]);
+	unsigned int i;
 
 	lockdep_assert_held_write(&set->btree_lock);
 	bch_gc_cleaned(set, k);
 	spin_lock(&set->alloc_lock);
-	b->dirty -= min(b->dirty, k->size);
+	for (i = 0; i < k->nptrs; i++) {
+		struct bch_bucket *b = bch_ptr_bucket(set, k->ptr[i]);
+
+		/* A copy whose bucket was reused: not this key's (a crash). */
+		if (bch_ptr_gen(k->ptr[i]) == b->gen)
+			b->dirty -= min(b->dirty, k->size);
+	}
 	spin_unlock(&set->alloc_lock);
 }
 

@@ -94,7 +94,7 @@ u32 bch_bset_fixup(struct bch_bset *s, const struct bch_bkey *k, struct bch_bkey
 }
 
 u32 bch_bset_merge(struct bch_bkey *out, const struct bch_bset *sets, unsigned int nsets,
-		   bool (*drop)(const struct bch_bkey *k, void *arg), void *arg)
+		   bool (*drop)(struct bch_bkey *k, void *arg), void *arg)
 {
 	u32 pos[BCH_NODE_SETS] = { 0 }, nr = 0;
 	unsigned int i, best;
@@ -115,8 +115,11 @@ u32 bch_bset_merge(struct bch_bkey *out, const struct bch_bset *sets, unsigned i
 		if (!k)
 			return nr;
 		pos[best]++;
-		if (k->size && !(drop && drop(k, arg)))
-			out[nr++] = *k;
+		if (!k->size)
+			continue;
+		out[nr] = *k;
+		if (!(drop && drop(&out[nr], arg)))
+			nr++;
 	}
 }
 

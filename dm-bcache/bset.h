@@ -46,10 +46,11 @@ struct bch_bkey *bch_bset_insert(struct bch_bset *s, const struct bch_bkey *k);
 u32 bch_bset_fixup(struct bch_bset *s, const struct bch_bkey *k, struct bch_bkey *tail);
 /*
  * Merge-sort @nsets sets into @out, leaving out deleted keys and those
- * @drop (if given) says to; returns the number of keys in @out.
+ * @drop (if given) says to; @drop is given the key's copy in @out, which
+ * it may trim. Returns the number of keys in @out.
  */
 u32 bch_bset_merge(struct bch_bkey *out, const struct bch_bset *sets, unsigned int nsets,
-		   bool (*drop)(const struct bch_bkey *k, void *arg), void *arg);
+		   bool (*drop)(struct bch_bkey *k, void *arg), void *arg);
 
 /* Bytes of a set of @nkeys of @key_bytes on disk, padded to @block_bytes. */
 static inline size_t bch_bset_bytes(u32 nkeys, u32 key_bytes, u32 block_bytes)

@@ -79,6 +79,25 @@ static bool key_garbage(const struct bch_bkey *k, void *arg)
 	return (k->flags & BCH_KEY_HOLE) || key_dead(arg, k);
 }
 
+/* A live leaf key's copy whose bucket was reused, or -1. */
+static int key_stale_copy(struct bch_btree *b, const struct bch_bkey *k)
+{
+	return k->nptrs > 1 && b->ops->key_stale_copy ?
+	       b->ops->key_stale_copy(b, k) : -1;
+}
+
+/* Compacting a leaf: drop garbage, and live keys' stale copies. */
+static bool key_compact(struct bch_bkey *k, void *arg)
+{
+	int i;
+
+	if (key_garbage(k, arg))
+		return true;
+	while ((i = key_stale_copy(arg, k)) >= 0)
+		bch_key_drop_copy(k, i);
+	return false;
+}
+
 /* Node hash, so that a pointer key finds its resident child. */
 
 static u64 node_loc(const struct bch_bkey *k)
@@ -318,7 +337,7 @@ static void node_install(struct bch_btree *b, struct bch_node *n,
 /* Merge @n's sets into @out, dropping deleted keys and, in leaves, garbage. */
 static u32 node_merge(struct bch_btree *b, const struct bch_node *n, struct bch_bkey *out)
 {
-	return bch_bset_merge(out, n->sets, n->nsets, n->level ? NULL : key_garbage, b);
+	return bch_bset_merge(out, n->sets, n->nsets, n->level ? NULL : key_compact, b);
 }
 
 /* Merge all sets into one, through the spare buffer. Never fails. */
@@ -363,7 +382,10 @@ static bool node_has_garbage(struct bch_btree *b, const struct bch_node *n)
 		for (j = 0; j < n->sets[i].nkeys; j++) {
 			const struct bch_bkey *k = &n->sets[i].keys[j];
 
-			if (!k->size || (!n->level && key_garbage(k, b)))
+			if (!k->size)
+				return true;
+			if (!n->level && (key_garbage(k, b) ||
+					  key_stale_copy(b, k) >= 0))
 				return true;
 		}
 	}

@@ -92,6 +92,14 @@ static inline void bch_key_cut_front(struct bch_bkey *k, u32 n)
 	k->size -= n;
 }
 
+/* Drop copy @i of @k's data (it keeps the others, in order). */
+static inline void bch_key_drop_copy(struct bch_bkey *k, unsigned int i)
+{
+	for (; i + 1 < k->nptrs; i++)
+		k->ptr[i] = k->ptr[i + 1];
+	k->ptr[--k->nptrs] = 0;
+}
+
 /* Restrict @k to [@start, @end), a part of its extent. */
 static inline void bch_key_slice(struct bch_bkey *k, u64 start, u64 end)
 {
@@ -145,6 +153,12 @@ struct bch_btree_ops {
 	 * or on pointer keys.
 	 */
 	bool (*key_dead)(struct bch_btree *b, const struct bch_bkey *k);
+	/*
+	 * For a live leaf key of several copies: one whose bucket was reused
+	 * (dropped when compacting, so that once a GC pass is over no key
+	 * names a bucket's older gen), or -1. Optional.
+	 */
+	int (*key_stale_copy)(struct bch_btree *b, const struct bch_bkey *k);
 	/*
 	 * Why a leaf key read from disk (holes included) cannot be trusted,
 	 * or NULL: the load then fails. Optional.

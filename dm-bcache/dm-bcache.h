@@ -23,6 +23,7 @@
 #include "bcache_ondisk.h"
 #include "btree.h"
 #include "csum.h"
+#include "copies.h"
 #include "journal.h"
 #include "seq.h"
 #include "track.h"
@@ -79,6 +80,19 @@ struct bch_bucket {
  * allocator. Block and bucket size are the set's; everything else about
  * the device is its own. Pointers name a member by idx (bch_ptr_dev()).
  */
+/*
+ * A bucket open for data. A member has one for data and one for the
+ * second copies of dirty data, which writeback drops: kept apart, their
+ * buckets empty out whole and GC frees them.
+ */
+enum { BCH_OPEN_DATA, BCH_OPEN_COPY, BCH_OPENS };
+
+struct bch_open {
+	u64			bucket;
+	u32			offset;		/* sectors used in it */
+	bool			have;
+};
+
 struct bch_member {
 	unsigned int		idx;
 	struct block_device	*bdev;
@@ -93,11 +107,11 @@ struct bch_member {
 	/* Allocator, under the set's alloc_lock. */
 	u32			*free_fifo;
 	u64			free_head, nr_free;
-	u64			open_bucket;
-	u32			open_offset;	/* sectors used in open_bucket */
-	bool			have_open;
+	struct bch_open		open[BCH_OPENS];
 	u64			nr_data, nr_btree;	/* buckets in use */
 	u64			nr_free_inc;	/* FREE_INC + PERSISTING */
+
+	atomic_t		reads;		/* of data with two copies, in flight */
 };
 
 struct bch_prio_tunables {
@@ -419,6 +433,8 @@ bool bch_set_free_low(struct bch_cache_set *set);
 void bch_alloc_load(struct bch_cache_set *set);
 int bch_alloc_data(struct bch_cache_set *set, u32 sectors, u64 *ptr, u8 *gen,
 		   u32 *got);
+int bch_alloc_mirrored(struct bch_cache_set *set, u32 sectors, u64 ptr[2],
+		       u8 gen[2], u32 *got);
 void bch_alloc_done(struct bch_cache_set *set, u64 ptr, u32 inserted);
 void bch_alloc_done_dirty(struct bch_cache_set *set, u64 ptr, u32 inserted);
 void bch_alloc_cleaned(struct bch_cache_set *set, const struct bch_bkey *k);
@@ -479,6 +495,7 @@ int bch_gc_initial(struct bch_cache_set *set);
 void bch_gc_inserted(struct bch_cache_set *set, const struct bch_bkey *k);
 void bch_gc_cleaned(struct bch_cache_set *set, const struct bch_bkey *k);
 bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k);
+int bch_key_stale_copy(struct bch_btree *b, const struct bch_bkey *k);
 
 /* super.c: callable from bio completion */
 void bch_cache_io_error(struct bch_cache_set *set, bool write);

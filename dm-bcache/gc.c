@@ -26,11 +26,11 @@
 
 #include "dm-bcache.h"
 
-static struct bch_bucket *bch_gc_bucket(struct bch_cache_set *set,
-					const struct bch_bkey *k)
+/* The bucket @ptr points into, or NULL if the set has none there. */
+static struct bch_bucket *bch_gc_bucket(struct bch_cache_set *set, u64 ptr)
 {
-	u64 bucket = bch_ptr_bucket_nr(set, k->ptr[0]);
-	unsigned int dev = bch_ptr_dev(k->ptr[0]);
+	u64 bucket = bch_ptr_bucket_nr(set, ptr);
+	unsigned int dev = bch_ptr_dev(ptr);
 	struct bch_member *m;
 
 	if (dev >= set->nr_members)
@@ -50,15 +50,22 @@ static struct bch_bucket *bch_gc_bucket(struct bch_cache_set *set,
 static void bch_gc_count(struct bch_cache_set *set, const struct bch_bkey *k,
 			 u32 sectors)
 {
-	struct bch_bucket *b = bch_gc_bucket(set, k);
+	bool dirty = k->flags & BCH_KEY_DIRTY;
+	unsigned int i;
 
-	if (!b || !sectors)
+	if (!sectors)
 		return;
-	b->gc_sectors += sectors;
-	if (k->flags & BCH_KEY_DIRTY) {
-		b->gc_dirty += sectors;
-		set->slots[k->inode % BCH_UUID_SLOTS].gc_dirty += sectors;
+	for (i = 0; i < k->nptrs; i++) {
+		struct bch_bucket *b = bch_gc_bucket(set, k->ptr[i]);
+
+		if (!b || bch_ptr_gen(k->ptr[i]) != b->gen)
+			continue;	/* reused: not this key's any more */
+		b->gc_sectors += sectors;
+		if (dirty)
+			b->gc_dirty += sectors;
 	}
+	if (dirty)
+		set->slots[k->inode % BCH_UUID_SLOTS].gc_dirty += sectors;
 }
 
 static void bch_gc_mark(struct bch_btree *btree, const struct bch_bkey *k,
@@ -70,7 +77,7 @@ static void bch_gc_mark(struct bch_btree *btree, const struct bch_bkey *k,
 		bch_gc_count(arg, k, k->size);
 		return;
 	}
-	b = bch_gc_bucket(arg, k);
+	b = bch_gc_bucket(arg, k->ptr[0]);
 	if (b)
 		WRITE_ONCE(b->gc_seen, true);
 }
@@ -79,7 +86,7 @@ static void bch_gc_mark(struct bch_btree *btree, const struct bch_bkey *k,
 static void bch_gc_mark_initial(struct bch_btree *btree, const struct bch_bkey *k,
 				bool is_node, void *arg)
 {
-	struct bch_bucket *b = bch_gc_bucket(arg, k);
+	struct bch_bucket *b = bch_gc_bucket(arg, k->ptr[0]);
 
 	if (is_node && b)
 		b->state = BCH_B_BTREE;
@@ -104,26 +111,65 @@ void bch_gc_inserted(struct bch_cache_set *set, const struct bch_bkey *k)
  */
 void bch_gc_cleaned(struct bch_cache_set *set, const struct bch_bkey *k)
 {
-	struct bch_bucket *b = bch_gc_bucket(set, k);
+	unsigned int i;
 	u32 n;
 
 	lockdep_assert_held_write(&set->btree_lock);
-	if (!set->gc_running || !b || !(k->flags & BCH_KEY_DIRTY))
+	if (!set->gc_running || !(k->flags & BCH_KEY_DIRTY))
 		return;
 	n = bch_btree_gc_passed(&set->btree, k);
-	b->gc_dirty -= min(b->gc_dirty, n);
+	for (i = 0; i < k->nptrs; i++) {
+		struct bch_bucket *b = bch_gc_bucket(set, k->ptr[i]);
+
+		if (b && bch_ptr_gen(k->ptr[i]) == b->gen)
+			b->gc_dirty -= min(b->gc_dirty, n);
+	}
 	set->slots[k->inode % BCH_UUID_SLOTS].gc_dirty -=
 		min(set->slots[k->inode % BCH_UUID_SLOTS].gc_dirty, (u64)n);
 }
 
-/* A key's data is gone if its origin was invalidated or its bucket reused. */
+/*
+ * Copy @i of @k is stale: its bucket was reused. A dirty key can come back
+ * with one such copy from a crash after writeback dropped the copy, and
+ * its bucket was reused, before the clean key was durable.
+ */
+static bool bch_copy_stale(struct bch_cache_set *set, const struct bch_bkey *k,
+			   unsigned int i)
+{
+	return bch_ptr_stale(set, bch_ptr_loc(k->ptr[i]), bch_ptr_gen(k->ptr[i]));
+}
+
+int bch_key_stale_copy(struct bch_btree *b, const struct bch_bkey *k)
+{
+	struct bch_cache_set *set = b->priv;
+	int i, stale = -1;
+	bool live = false;
+
+	for (i = 0; i < k->nptrs; i++) {
+		if (bch_copy_stale(set, k, i))
+			stale = i;
+		else
+			live = true;
+	}
+	return live ? stale : -1;
+}
+
+/*
+ * A key's data is gone if its origin was invalidated or the buckets of
+ * all its copies were reused.
+ */
 bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 {
 	struct bch_cache_set *set = b->priv;
+	unsigned int i;
 
-	return k->inode == BCH_INODE_NONE ||
-	       k->inode != bch_slot_inode(set, k->inode % BCH_UUID_SLOTS) ||
-	       bch_ptr_stale(set, bch_key_loc(k), bch_key_gen(k));
+	if (k->inode == BCH_INODE_NONE ||
+	    k->inode != bch_slot_inode(set, k->inode % BCH_UUID_SLOTS))
+		return true;
+	for (i = 0; i < k->nptrs; i++)
+		if (!bch_copy_stale(set, k, i))
+			return false;
+	return true;
 }
 
 /*

@@ -134,6 +134,7 @@ static const struct bch_btree_ops bch_btree_ops = {
 	.free		= bch_op_free,
 	.io		= bch_op_io,
 	.key_dead	= bch_key_dead,
+	.key_stale_copy	= bch_key_stale_copy,
 	.key_invalid	= bch_op_key_invalid,
 };
 
@@ -281,18 +282,23 @@ static void bch_index_shrinker_stop(struct bch_cache_set *set)
 static int bch_replay_mark(struct bch_cache_set *set, const struct bch_bkey *k,
 			   void *arg)
 {
-	struct bch_bucket *b = bch_ptr_bucket(set, k->ptr[0]);
-	unsigned int slot = k->inode % BCH_UUID_SLOTS;
+	unsigned int slot = k->inode % BCH_UUID_SLOTS, i;
+	bool live = false;
 
-	if (!(k->flags & BCH_KEY_HOLE) && bch_key_gen(k) == b->gen) {
+	for (i = 0; i < k->nptrs; i++) {
+		struct bch_bucket *b = bch_ptr_bucket(set, k->ptr[i]);
+
+		if (bch_ptr_gen(k->ptr[i]) != b->gen)
+			continue;
+		live = true;
 		b->sectors += k->size;
 		/* Counted twice if it overwrote dirty data: exact after GC. */
-		if (k->flags & BCH_KEY_DIRTY) {
+		if (k->flags & BCH_KEY_DIRTY)
 			b->dirty += k->size;
-			if (k->inode == bch_slot_inode(set, slot))
-				atomic64_add(k->size, &set->slots[slot].dirty);
-		}
 	}
+	if (live && (k->flags & BCH_KEY_DIRTY) &&
+	    k->inode == bch_slot_inode(set, slot))
+		atomic64_add(k->size, &set->slots[slot].dirty);
 	return 0;
 }
 

@@ -54,8 +54,14 @@ struct bch_io {
 	u8			rewrite; /* pieces: rewrite as one extent */
 	u8			deferred; /* mapped again by bch_defer_work() */
 	u8			csummed; /* dirty write: csum is its data's */
+	u8			read_copy; /* hit: BCH_COPY_* of the copy read */
+	u8			mirrored; /* dirty write: a copy at ptr2 too */
+	u8			gen2;
 	u32			csum;
-	atomic_t		pieces;	/* BCH_IO_PIECES: clones in flight */
+	u64			ptr2;	/* dirty write: the second copy */
+	unsigned long		avoid;	/* read: members whose copy failed */
+	/* BCH_IO_PIECES: clones in flight; dirty write: copies in flight */
+	atomic_t		pieces;
 	struct bch_fill		*copy;	/* cached write: the data written */
 	struct work_struct	work;
 };
@@ -109,6 +115,7 @@ struct bch_piece {
 	u8		verify;		/* check the data against csum */
 	u8		bounced;	/* a struct bch_bounce */
 	u8		dirty;
+	u8		read_copy;	/* BCH_COPY_* of the copy read */
 	struct bvec_iter iter;	/* clone: its data, as sent */
 	struct work_struct work; /* a mismatch: confirmed or dropped */
 	struct bio	bio;		/* last */
@@ -482,6 +489,8 @@ static void bch_io_reset(struct bch_io *io)
 	io->rewrite = 0;
 	io->csummed = 0;
 	io->copy = NULL;
+	io->mirrored = 0;
+	io->read_copy = 0;
 }
 
 /*
@@ -525,6 +534,12 @@ static void bch_piece_free(struct bch_piece *p)
 	struct bch_bounce *b;
 	unsigned int i;
 
+	if (p->read_copy & BCH_COPY_COUNTED) {
+		struct bio *bio = p->bio.bi_private;
+		struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
+
+		bch_copy_read_done(io->bt->set, p->ptr);
+	}
 	if (!p->bounced) {
 		bio_put(&p->bio);
 		return;
@@ -557,6 +572,24 @@ static bool bch_piece_good(struct bch_piece *p)
 	return !bch_fault(BCH_FAULT_CSUM) &&
 	       bch_csum_bio(&p->bio, p->iter, p->range << SECTOR_SHIFT) ==
 	       p->csum;
+}
+
+/*
+ * The copy of dirty data at @ptr (@gen; the location of origin @sector)
+ * that a read of origin [@sector, +@sectors) used failed, and its key has
+ * another: avoid the member for this read, and drop the copy from the
+ * index. Process context.
+ */
+static void bch_copy_failed(struct bch_target *bt, struct bch_io *io,
+			    u64 sector, u32 sectors, u64 ptr, u8 gen)
+{
+	struct bch_cache_set *set = bt->set;
+
+	set_bit(bch_ptr_dev(ptr), &io->avoid);
+	DMWARN_LIMIT("%s: a copy of dirty data failed: slot %u sectors %llu+%u member %u bucket %llu; read from the other",
+		     set->name, bt->slot, sector, sectors, bch_ptr_dev(ptr),
+		     bch_ptr_bucket_nr(set, ptr));
+	bch_index_drop_copy(set, io->inode, sector, sectors, ptr, gen);
 }
 
 /*
@@ -619,21 +652,40 @@ static void bch_piece_bad_work(struct work_struct *work)
 	if (!p->bounced)
 		r = bch_csum_reread(set, p->ptr, p->gen, p->csum, &p->bio,
 				    p->iter, p->range << SECTOR_SHIFT);
-	/* Reused: dirty data looked up again, clean from the origin */
-	if (r == -ESTALE)
-		WRITE_ONCE(io->stale, 1);
-	else if (r && r != -EBADMSG)	/* as a failed read of the piece */
-		WRITE_ONCE(io->cache_error, 1);
-	if (r == -EBADMSG) {
+	if (r == -EBADMSG)
 		/* p->ptr: the range's start, also for a clone (no front). */
 		bch_csum_bad(bt, io->inode, p->sector - p->front, p->range,
 			     p->ptr, p->gen, p->dirty);
+	/* Reused: dirty data looked up again, clean from the origin */
+	if (r == -ESTALE) {
+		WRITE_ONCE(io->stale, 1);
+	} else if (r && p->dirty && (p->read_copy & BCH_COPY_OTHER)) {
+		/* Its other copy, looked up again. */
+		bch_copy_failed(bt, io, p->sector, p->sectors, p->ptr + p->front,
+				p->gen);
+		WRITE_ONCE(io->stale, 1);
+	} else if (r && r != -EBADMSG) {	/* as a failed read of the piece */
+		WRITE_ONCE(io->cache_error, 1);
+	} else if (r) {
 		/* Dirty: an error, never the origin's older data. */
 		if (p->dirty)
 			WRITE_ONCE(io->cache_error, 1);
 		else
 			WRITE_ONCE(io->stale, 1);
 	}
+	bch_piece_put(p);
+}
+
+/* A dirty piece's copy could not be read: its other, looked up again. */
+static void bch_piece_copy_work(struct work_struct *work)
+{
+	struct bch_piece *p = container_of(work, struct bch_piece, work);
+	struct bio *bio = p->bio.bi_private;
+	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
+
+	bch_copy_failed(io->bt, io, p->sector, p->sectors, p->ptr + p->front,
+			p->gen);
+	WRITE_ONCE(io->stale, 1);
 	bch_piece_put(p);
 }
 
@@ -651,6 +703,11 @@ static void bch_piece_endio(struct bio *clone)
 	} else if (clone->bi_status) {
 		atomic64_inc(&bt->stats.cache_errors);
 		bch_cache_io_error(bt->set, false);
+		if (p->dirty && (p->read_copy & BCH_COPY_OTHER)) {
+			INIT_WORK(&p->work, bch_piece_copy_work);
+			queue_work(bt->set->wq, &p->work);
+			return;
+		}
 		WRITE_ONCE(io->cache_error, 1);
 	} else if (bch_ptr_stale(bt->set, p->ptr, p->gen)) {
 		WRITE_ONCE(io->stale, 1);
@@ -720,12 +777,16 @@ static bool bch_piece_bounces(const struct bch_bkey *k, bool verify)
  * bioset must not wait on each other's return.
  */
 static struct bio *bch_piece_alloc(struct bch_target *bt, struct bio *bio,
-				   u32 off, const struct bch_bkey *k,
+				   u32 off, const struct bch_bkey *key,
 				   bool verify, gfp_t gfp)
 {
+	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
+	struct bch_bkey one = *key, *k = &one;
 	struct bio *clone;
 	struct bch_piece *p;
+	u8 copy;
 
+	copy = bch_copy_choose(bt->set, k, io->avoid);
 	verify = verify && (k->flags & BCH_KEY_CSUM);
 	if (bch_piece_bounces(k, verify)) {
 		clone = bch_bounce_alloc(bt, bio, off, k, gfp);
@@ -739,11 +800,15 @@ static struct bio *bch_piece_alloc(struct bch_target *bt, struct bio *bio,
 			container_of(clone, struct bch_piece, bio)->bounced = 0;
 		}
 	}
-	if (!clone)
+	if (!clone) {
+		if (copy & BCH_COPY_COUNTED)
+			bch_copy_read_done(bt->set, bch_key_loc(k));
 		return NULL;
+	}
 	clone->bi_end_io = bch_piece_endio;
 	clone->bi_private = bio;
 	p = container_of(clone, struct bch_piece, bio);
+	p->read_copy = copy;
 	p->ptr = bch_key_loc(k);
 	p->gen = bch_key_gen(k);
 	p->sector = bch_key_start(k);
@@ -779,6 +844,7 @@ static struct bio *bch_piece_alloc_origin(struct bch_target *bt, struct bio *bio
 	p->ptr = BCH_PIECE_ORIGIN;
 	p->bounced = 0;
 	p->verify = 0;
+	p->read_copy = 0;
 	return clone;
 }
 
@@ -963,7 +1029,8 @@ static int bch_read_bounce(struct bch_target *bt, struct bio *bio,
 	io->rewrite = 0;
 	atomic_set(&io->pieces, 1);
 	atomic64_inc(&bt->stats.read_hits);
-	bch_bucket_hit(bt->set, bch_key_loc(k), k->size);
+	bch_bucket_hit(bt->set, container_of(clone, struct bch_piece, bio)->ptr,
+		       k->size);
 	submit_bio_noacct(clone);
 	return DM_MAPIO_SUBMITTED;
 }
@@ -1099,6 +1166,7 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	if (hit) {
 		io->kind = BCH_IO_HIT;
 		io->dirty = !!(k.flags & BCH_KEY_DIRTY);
+		io->read_copy = bch_copy_choose(set, &k, io->avoid);
 		io->ptr = bch_key_loc(&k);
 		io->gen = bch_key_gen(&k);
 		bio_set_dev(bio, bch_ptr_bdev(set, io->ptr));
@@ -1370,17 +1438,53 @@ parked:
 static void bch_dirty_written(struct bch_target *bt, struct bch_io *io,
 			      blk_status_t error);
 
-/* A dirty write's copy is on the cache (or failed): index it. */
+/*
+ * A dirty write's copy is on the cache (or failed): once every copy is,
+ * index it. If one failed, none is indexed: dirty data on a set of
+ * several has two copies or goes to the origin.
+ */
 static void bch_dirty_copy_endio(struct bio *wbio)
 {
 	struct bio *bio = wbio->bi_private;
 	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
-	blk_status_t error = wbio->bi_status;
 
+	if (wbio->bi_status)
+		WRITE_ONCE(io->cache_error, 1);
 	bio_put(wbio);
+	/* Orders each copy's error before the last one reads them. */
+	if (!atomic_dec_and_test(&io->pieces))
+		return;
 	bch_pages_free(io->copy);
 	io->copy = NULL;
-	bch_dirty_written(io->bt, io, error);
+	bch_dirty_written(io->bt, io,
+			  io->cache_error ? BLK_STS_IOERR : BLK_STS_OK);
+}
+
+/* Room for a dirty write: two copies on a set of several, else one. */
+static int bch_alloc_dirty(struct bch_cache_set *set, struct bch_io *io,
+			   u32 sectors, u32 *got)
+{
+	u64 ptr[2];
+	u8 gen[2];
+
+	if (!bch_copies_mirrored(set))
+		return bch_alloc_data(set, sectors, &io->ptr, &io->gen, got);
+	if (bch_alloc_mirrored(set, sectors, ptr, gen, got))
+		return -ENOSPC;
+	io->mirrored = 1;
+	io->ptr = ptr[0];
+	io->gen = gen[0];
+	io->ptr2 = ptr[1];
+	io->gen2 = gen[1];
+	return 0;
+}
+
+/* A dirty write's room will not be indexed. */
+static void bch_abort_dirty(struct bch_cache_set *set, struct bch_io *io)
+{
+	bch_alloc_abort(set, io->ptr);
+	if (io->mirrored)
+		bch_alloc_abort(set, io->ptr2);
 }
 
 /*
@@ -1396,27 +1500,37 @@ static int bch_write_dirty(struct bch_target *bt, struct bio *bio,
 {
 	struct bch_cache_set *set = bt->set;
 	u32 sectors = bio_sectors(bio), got;
-	struct bio *wbio = NULL;
+	struct bio *wbio = NULL, *wbio2 = NULL;
 
 	if (bch_csums(set))
 		sectors = min_t(u32, sectors, BCH_CSUM_MAX_SECTORS);
-	if (bch_alloc_data(set, sectors, &io->ptr, &io->gen, &got)) {
+	if (bch_alloc_dirty(set, io, sectors, &got)) {
 		/* Full of dirty data: the origin's pace until writeback frees some. */
 		bch_writeback_kick(bt);
 		return -ENOSPC;
 	}
 	if (got < bio_sectors(bio))
 		dm_accept_partial_bio(bio, got);
-	if (bch_csums(set)) {
+	/* Two copies are written from pages of the module's own. */
+	if (bch_csums(set) || WARN_ON_ONCE(io->mirrored)) {
+		gfp_t gfp = GFP_NOWAIT | __GFP_NOWARN;
+
 		io->copy = bch_copy_bio(bt, bio, false);
 		if (io->copy)
-			wbio = bch_pages_bio(set, io->copy, 0, got, io->ptr,
-					     GFP_NOWAIT | __GFP_NOWARN);
+			wbio = bch_pages_bio(set, io->copy, 0, got, io->ptr, gfp);
+		if (wbio && io->mirrored) {
+			wbio2 = bch_pages_bio(set, io->copy, 0, got, io->ptr2,
+					      gfp);
+			if (!wbio2) {
+				bio_put(wbio);
+				wbio = NULL;
+			}
+		}
 		if (!wbio) {
 			if (io->copy)
 				bch_pages_free(io->copy);
 			io->copy = NULL;
-			bch_alloc_abort(set, io->ptr);
+			bch_abort_dirty(set, io);
 			return -ENOSPC;
 		}
 		io->csum = bch_csum_pages(io->copy->pages, 0,
@@ -1432,9 +1546,17 @@ static int bch_write_dirty(struct bch_target *bt, struct bio *bio,
 	bio->bi_opf &= ~REQ_FUA;
 	atomic64_inc(&bt->stats.write_misses);
 	if (wbio) {
+		io->cache_error = 0;
+		atomic_set(&io->pieces, wbio2 ? 2 : 1);
 		wbio->bi_end_io = bch_dirty_copy_endio;
 		wbio->bi_private = bio;
+		if (wbio2) {
+			wbio2->bi_end_io = bch_dirty_copy_endio;
+			wbio2->bi_private = bio;
+		}
 		submit_bio_noacct(wbio);
+		if (wbio2)
+			submit_bio_noacct(wbio2);
 		return DM_MAPIO_SUBMITTED;
 	}
 	bio_set_dev(bio, bch_ptr_bdev(set, io->ptr));
@@ -1594,6 +1716,7 @@ int bch_map(struct dm_target *ti, struct bio *bio)
 
 	io->bt = bt;
 	bch_io_reset(io);
+	io->avoid = 0;
 	if (!bio_sectors(bio)) {
 		/*
 		 * Flushes: writethrough data is on the origin, dirty data is
@@ -1710,9 +1833,13 @@ static void bch_dirty_done(struct bch_index_op *op, int r)
 
 	if (r) {
 		bch_alloc_done(set, io->ptr, 0);
+		if (io->mirrored)
+			bch_alloc_done(set, io->ptr2, 0);
 		return;
 	}
 	bch_alloc_done_dirty(set, io->ptr, sectors);
+	if (io->mirrored)
+		bch_alloc_done_dirty(set, io->ptr2, sectors);
 	atomic64_add(sectors, &set->slots[bt->slot].dirty);
 	atomic64_inc(&set->slots[bt->slot].dirty_inserts);
 	atomic64_add(sectors, &bt->stats.filled);
@@ -1738,8 +1865,10 @@ static void bch_dirty_index_work(struct work_struct *work)
 				.inode	= io->inode,
 				.size	= sectors,
 				.end	= io->iter.bi_sector + sectors,
-				.ptr	= { bch_loc_ptr(io->ptr, io->gen) },
-				.nptrs	= 1,
+				.ptr	= { bch_loc_ptr(io->ptr, io->gen),
+					    io->mirrored ?
+					    bch_loc_ptr(io->ptr2, io->gen2) : 0 },
+				.nptrs	= 1 + io->mirrored,
 				.flags	= BCH_KEY_DIRTY,
 			},
 			.check	= bch_dirty_check,
@@ -1808,6 +1937,12 @@ static void bch_hit_bad_work(struct work_struct *work)
 	} else if (io->dirty && r == -ESTALE) {
 		/* Overwritten meanwhile: look again. */
 		bch_read_again(bt, bio, io);
+	} else if (io->dirty && (io->read_copy & BCH_COPY_OTHER)) {
+		/* Its other copy, looked up again. */
+		bch_copy_failed(bt, io, io->iter.bi_sector,
+				io->iter.bi_size >> SECTOR_SHIFT, io->ptr,
+				io->gen);
+		bch_read_again(bt, bio, io);
 	} else if (io->dirty) {
 		/* Bad or unreadable: an error, never the origin's older data. */
 		io->kind = BCH_IO_ORIGIN;
@@ -1819,6 +1954,17 @@ static void bch_hit_bad_work(struct work_struct *work)
 	}
 }
 
+/* A dirty hit's copy could not be read: its other, looked up again. */
+static void bch_hit_copy_work(struct work_struct *work)
+{
+	struct bch_io *io = container_of(work, struct bch_io, work);
+	struct bio *bio = dm_bio_from_per_bio_data(io, sizeof(*io));
+
+	bch_copy_failed(io->bt, io, io->iter.bi_sector,
+			io->iter.bi_size >> SECTOR_SHIFT, io->ptr, io->gen);
+	bch_read_again(io->bt, bio, io);
+}
+
 /* A dirty write's data is on the cache (or failed): index it, from a worker. */
 static void bch_dirty_written(struct bch_target *bt, struct bch_io *io,
 			      blk_status_t error)
@@ -1827,7 +1973,7 @@ static void bch_dirty_written(struct bch_target *bt, struct bch_io *io,
 		/* Not on the cache: the origin takes it. */
 		atomic64_inc(&bt->stats.cache_errors);
 		bch_cache_io_error(bt->set, true);
-		bch_alloc_abort(bt->set, io->ptr);
+		bch_abort_dirty(bt->set, io);
 		INIT_WORK(&io->work, bch_dirty_error_work);
 	} else {
 		INIT_WORK(&io->work, bch_dirty_index_work);
@@ -1842,9 +1988,16 @@ int bch_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
 
 	switch (io->kind) {
 	case BCH_IO_HIT:
+		if (io->read_copy & BCH_COPY_COUNTED)
+			bch_copy_read_done(bt->set, io->ptr);
 		if (*error) {
 			atomic64_inc(&bt->stats.cache_errors);
 			bch_cache_io_error(bt->set, false);
+		}
+		if (io->dirty && *error && (io->read_copy & BCH_COPY_OTHER)) {
+			INIT_WORK(&io->work, bch_hit_copy_work);
+			queue_work(bt->set->wq, &io->work);
+			return DM_ENDIO_INCOMPLETE;
 		}
 		if (io->dirty && *error)
 			break;	/* the origin is behind: an error, never its data */

@@ -38,12 +38,42 @@
 struct bch_wb_extent {
 	u64	start;		/* origin */
 	u32	size;
-	u64	ptr;		/* location (bch_ptr_loc()) */
-	u8	gen;
+	u64	ptr[2];		/* its copies' locations (bch_ptr_loc()) */
+	u8	gen[2];
+	u8	nptrs;
+	u8	use;		/* the copy read: the one the clean key keeps */
 	u32	csum;		/* of the key's range, if csum_sectors */
 	u16	csum_front;
 	u16	csum_sectors;
 };
+
+/* Which copies of its key extent @e reads from (a lookup's slice of it). */
+static void bch_wb_copies(struct bch_wb_extent *e, const struct bch_bkey *k)
+{
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		e->ptr[i] = i < k->nptrs ? bch_ptr_loc(k->ptr[i]) : 0;
+		e->gen[i] = i < k->nptrs ? bch_ptr_gen(k->ptr[i]) : 0;
+	}
+	e->nptrs = k->nptrs;
+	e->use = 0;
+}
+
+/* Whether @k, looked up again, still has the copies @e was read from. */
+static bool bch_wb_same_copies(const struct bch_wb_extent *e,
+			       const struct bch_bkey *k)
+{
+	unsigned int i;
+
+	if (k->nptrs != e->nptrs)
+		return false;
+	for (i = 0; i < k->nptrs; i++)
+		if (bch_ptr_loc(k->ptr[i]) != e->ptr[i] ||
+		    bch_ptr_gen(k->ptr[i]) != e->gen[i])
+			return false;
+	return true;
+}
 
 u64 bch_slot_dirty(struct bch_target *bt)
 {
@@ -52,11 +82,13 @@ u64 bch_slot_dirty(struct bch_target *bt)
 	return n > 0 ? n : 0;
 }
 
+/* Dirty data on a set of several takes two copies' room: the target too. */
 u64 bch_wb_target_of(struct bch_target *bt)
 {
 	struct bch_cache_set *set = bt->set;
 
-	return div_u64(bch_set_sectors(set) * READ_ONCE(bt->wb.percent), 100);
+	return div_u64(bch_set_sectors(set) * READ_ONCE(bt->wb.percent),
+		       bch_copies_mirrored(set) ? 200 : 100);
 }
 
 /*
@@ -254,8 +286,7 @@ static u64 bch_wb_collect_range(struct bch_target *bt, u32 inode,
 				e = &b->ext[b->nr];
 				e->start = pos;
 				e->size = k.size;
-				e->ptr = bch_key_loc(&k);
-				e->gen = bch_key_gen(&k);
+				bch_wb_copies(e, &k);
 				e->csum = k.csum;
 				e->csum_front = k.csum_front;
 				e->csum_sectors = k.flags & BCH_KEY_CSUM ?
@@ -407,11 +438,14 @@ static void bch_wb_mark_clean(struct bch_target *bt, struct bch_wb_extent *ext,
 			continue;	/* not written back */
 		if (bch_index_lookup(set, inode, e->start, e->start + e->size,
 				     &k) != 1 ||
-		    k.size != e->size || bch_key_loc(&k) != e->ptr ||
-		    bch_key_gen(&k) != e->gen || !(k.flags & BCH_KEY_DIRTY))
+		    k.size != e->size || !bch_wb_same_copies(e, &k) ||
+		    !(k.flags & BCH_KEY_DIRTY))
 			continue;
 		dirty = k;
 		k.flags &= ~BCH_KEY_DIRTY;
+		/* Clean data keeps one copy: the one written back. */
+		if (k.nptrs > 1)
+			bch_key_drop_copy(&k, !e->use);
 		if (bch_index_insert(set, &k))
 			continue;	/* still dirty: the next walk retries */
 		bch_alloc_cleaned(set, &dirty);
@@ -423,37 +457,63 @@ static void bch_wb_mark_clean(struct bch_target *bt, struct bch_wb_extent *ext,
 }
 
 /*
- * Read extent @e into @buf (@len bytes), verified against its key's
- * checksum: directly if the extent is the whole checksummed range, else
- * that range through the bounce buffer. -EBADMSG if the data is bad; the
- * caller checks first that the bucket was not reused under the read.
+ * Read extent @e's copy @c into @buf (@len bytes), verified against its
+ * key's checksum: directly if the extent is the whole checksummed range,
+ * else that range through the bounce buffer. -EBADMSG if the data is bad;
+ * the caller checks first that the bucket was not reused under the read.
  */
-static int bch_wb_read(struct bch_target *bt, struct bch_wb_extent *e,
-		       u8 *buf, size_t len, bool *stale)
+static int bch_wb_read_copy(struct bch_target *bt, struct bch_wb_extent *e,
+			    unsigned int c, u8 *buf, size_t len, bool *stale)
 {
 	struct bch_cache_set *set = bt->set;
 	size_t range = (size_t)e->csum_sectors << SECTOR_SHIFT;
 	bool whole = !e->csum_front && e->csum_sectors == e->size;
 	u8 *data = whole ? buf : bt->wb.bounce;
+	u64 ptr = e->ptr[c];
 	int r;
 
 	if (!e->csum_sectors || !bch_verify(bt)) {
-		r = bch_loc_io(set, REQ_OP_READ, e->ptr, buf, len);
-		*stale = !r && bch_ptr_stale(set, e->ptr, e->gen);
+		r = bch_loc_io(set, REQ_OP_READ, ptr, buf, len);
+		*stale = !r && bch_ptr_stale(set, ptr, e->gen[c]);
 		return r;
 	}
-	r = bch_loc_io(set, REQ_OP_READ, e->ptr - e->csum_front, data, range);
-	*stale = !r && bch_ptr_stale(set, e->ptr, e->gen);
+	r = bch_loc_io(set, REQ_OP_READ, ptr - e->csum_front, data, range);
+	*stale = !r && bch_ptr_stale(set, ptr, e->gen[c]);
 	if (r || *stale)
 		return r;
 	if (bch_crc32c(data, range) != e->csum) {
 		bch_csum_error(bt, e->start - e->csum_front, e->csum_sectors,
-			       e->ptr - e->csum_front);
+			       ptr - e->csum_front);
 		return -EBADMSG;
 	}
 	if (!whole)
 		memcpy(buf, data + ((size_t)e->csum_front << SECTOR_SHIFT), len);
 	return 0;
+}
+
+/*
+ * Read extent @e into @buf: from its first copy, or, if that cannot be
+ * read, is bad or its bucket was reused (a crash brought back a dirty key
+ * whose dropped copy's bucket had been reused), from its second (e->use
+ * says which served). *@stale if the one read last was reused.
+ */
+static int bch_wb_read(struct bch_target *bt, struct bch_wb_extent *e,
+		       u8 *buf, size_t len, bool *stale)
+{
+	struct bch_cache_set *set = bt->set;
+	int r;
+
+	r = bch_wb_read_copy(bt, e, 0, buf, len, stale);
+	if ((!r && !*stale) || e->nptrs < 2)
+		return r;
+	if (r && r != -EBADMSG)
+		bch_cache_io_error(set, false);
+	if (r)
+		DMWARN_LIMIT("%s: a copy of dirty data failed (%d): slot %u sectors %llu+%u member %u; written back from the other",
+			     set->name, r, bt->slot, e->start, e->size,
+			     bch_ptr_dev(e->ptr[0]));
+	e->use = 1;
+	return bch_wb_read_copy(bt, e, 1, buf, len, stale);
 }
 
 /*
