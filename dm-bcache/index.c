@@ -820,8 +820,9 @@ static void bch_checkpoint_failed(struct bch_cache_set *set, int r)
 			     set->name, r);
 		return;
 	}
-	DMERR("%s: checkpoint failed (%d): invalidating every origin",
-	      set->name, r);
+	/* A failed set's every insert may try one: say it now and then. */
+	DMERR_LIMIT("%s: checkpoint failed (%d): invalidating every origin",
+		    set->name, r);
 	bch_cache_io_error(set, true);
 	bch_slot_invalidate_all(set);
 }

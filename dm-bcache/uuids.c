@@ -498,8 +498,8 @@ int bch_slot_invalidate_all(struct bch_cache_set *set)
 			bch_slot_dirty_left(set, i);
 	r = bch_uuids_write(set);
 	if (r)
-		DMERR("%s: cannot write the UUID table: cached data may be stale on disk",
-		      set->name);
+		DMERR_LIMIT("%s: cannot write the UUID table: cached data may be stale on disk",
+			    set->name);
 	/* Written or not: the failed device serves nothing clean. */
 	bch_slots_publish(set);
 	mutex_unlock(&set->lock);

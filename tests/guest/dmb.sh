@@ -24,7 +24,8 @@ dmb_table() {
 	local name="$1" cache="$2" origin="$3"
 	shift 3
 	# dmb.members=2 (tests/guest/init): the set of the cache disk and member1
-	if [ "${DMB_MEMBERS:-1}" = 2 ] && [ "$cache" = "${DMB_CACHE_DISK:-}" ]; then
+	if [ "${DMB_MEMBERS:-1}" = 2 ] && [ "${DMB_FORMAT_VERSION:-3}" != 2 ] &&
+		[ "$cache" = "${DMB_CACHE_DISK:-}" ]; then
 		cache=$cache,$DMB_MEMBER1_DISK
 	fi
 	local n=$#
