@@ -271,6 +271,10 @@ static int bch_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		goto bad;
 	}
 	bt->set = set;
+	/* The design card's table has none: say what that means, once. */
+	if (!bt->persistent)
+		DMINFO("%s: slot %u: no origin_uuid: its cached data lives only as long as this table",
+		       set->name, bt->slot);
 
 	ti->num_flush_bios = 1;
 	ti->num_discard_bios = 1;

@@ -55,6 +55,7 @@ check_eq "writearound: nothing dirty" 0 "$(dmb_stat c dirty)"
 check "device equals origin" dmb_same /dev/mapper/c "$origin"
 check "remove" dmb_remove c
 check "ephemeral table" dmb_create c "$cache" "$origin"
+check "... logged as such" dmesg_has "no origin_uuid: its cached data lives only as long as this table"
 check_fails "writeback by message needs origin_uuid" dmsetup message c 0 cache_mode writeback
 check_eq "mode unchanged" writethrough "$(dmb_stat c mode)"
 check "remove" dmb_remove c
