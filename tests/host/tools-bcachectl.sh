@@ -1,7 +1,10 @@
 #!/bin/bash
 # Host: bcachectl against a fake dmsetup (no kernel, no root needed): the
-# table lines it builds, stable names, status parsing, errors. The real
-# thing runs in QEMU: tests/scenarios/tools-bcachectl.sh.
+# table lines it builds, stable names, status parsing, errors, and the
+# Prometheus text of "bcachectl metrics" (checked strictly, and against the
+# example in Documentation/dm-bcache.rst, "Metrics for Prometheus").
+# The real thing runs in QEMU:
+# tests/scenarios/tools-bcachectl.sh.
 set -u
 CTL=${DMB_TOP:?}/dmsetup-tables/bcachectl
 dir=$(mktemp -d /tmp/tools-bcachectl.XXXXXX)
@@ -12,8 +15,10 @@ bad() { echo "FAIL $*"; nfail=$((nfail + 1)); }
 
 mkdir -p "$dir/bin" "$dir/state" "$dir/disk"
 export STATE=$dir/state
-# dmsetup: devices are files STATE/NAME holding their table; messages and
-# kernel log lines are appended to STATE/messages and STATE/dmesg.
+# dmsetup: devices are files STATE/dev.NAME holding their table; a
+# bcache device's status is STATE/status.NAME if there is one, else a fixed
+# line; messages and kernel log lines are appended to STATE/messages and
+# STATE/dmesg.
 cat >"$dir/bin/dmsetup" <<'EOF'
 #!/bin/bash
 S=$STATE
@@ -22,7 +27,9 @@ info) [ -f "$S/dev.$2" ] ;;
 table) [ -f "$S/dev.$2" ] && cat "$S/dev.$2" ;;
 status)
 	[ -f "$S/dev.$2" ] || exit 1
-	if grep -q ' bcache ' "$S/dev.$2"; then
+	if [ -f "$S/status.$2" ]; then
+		cat "$S/status.$2"
+	elif grep -q ' bcache ' "$S/dev.$2"; then
 		echo "0 262144 bcache 2 8 1024 35/127 8870 2335 1024 0 1846 0 writethrough 0" \
 			"2b9be873-3089-4682-8949-dd66c3372222 ok 1 1 0 79 34528 0 0 0" \
 			"42 96/4096 3 0 0 5 17 12 4 9 6 731 2 3 9" \
@@ -229,6 +236,206 @@ else
 	run 0 "list, none left" "$CTL" list
 	eq "list: empty" "" "$(cat "$dir/out")"
 fi
+
+# --- metrics ----------------------------------------------------------------
+# promcheck FILE: the Prometheus text exposition rules, strictly; prints
+# what is wrong, and the number of samples last.
+promcheck() {
+	awk '
+	function err(m) { printf "line %d: %s: %s\n", NR, m, $0; bad++ }
+	function close_fam(f) { if (f != "" && !nsamp[f]) err("family " f " has no sample") }
+	/^# HELP / {
+		if (!($3 ~ /^[a-zA-Z_:][a-zA-Z0-9_:]*$/)) err("bad name")
+		if (help[$3]++) err("second HELP of " $3)
+		if (nsamp[$3]) err("HELP after a sample of " $3)
+		if (NF < 4) err("empty HELP")
+		if ($3 != cur) { if (done[$3]) err($3 " again after other families"); close_fam(cur); done[cur] = 1; cur = $3 }
+		next
+	}
+	/^# TYPE / {
+		if (NF != 4 || $4 !~ /^(counter|gauge)$/) err("bad TYPE")
+		if (type[$3]) err("second TYPE of " $3)
+		type[$3] = $4
+		if (nsamp[$3]) err("TYPE after a sample of " $3)
+		if ($4 == "counter" && $3 !~ /_total$/) err("counter not named _total")
+		if ($4 == "gauge" && $3 ~ /_total$/) err("gauge named _total")
+		if ($3 != cur) { if (done[$3]) err($3 " again after other families"); close_fam(cur); done[cur] = 1; cur = $3 }
+		next
+	}
+	/^#/ || /^$/ { err("not a HELP, TYPE or sample line"); next }
+	{
+		lv = "\"([^\"\\\\\n]|\\\\[\\\\\"n])*\""
+		pair = "[a-zA-Z_][a-zA-Z0-9_]*=" lv
+		if ($0 !~ ("^[a-zA-Z_:][a-zA-Z0-9_:]*\\{" pair "(," pair ")*\\} [^ ]+$")) { err("not name{labels} value"); next }
+		name = $0; sub(/\{.*/, "", name)
+		series = $0; sub(/ [^ ]+$/, "", series)
+		v = $0; sub(/.* /, "", v)
+		if (v !~ /^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$/) err("value not numeric")
+		if (name !~ /^dm_bcache_/) err("not dm_bcache_")
+		if (!help[name] || !type[name]) err("sample before the HELP and TYPE of " name)
+		if (type[name] == "counter" && v < 0) err("negative counter")
+		if (series !~ /[{,]device="/) err("no device label")
+		if (seen[series]++) err("duplicate series")
+		if (name != cur) err("sample of " name " within family " cur)
+		nsamp[name]++; n++
+	}
+	END { close_fam(cur); print n + 0 " samples"; exit bad > 0 }' "$1"
+}
+# metrics RC DESC: run "bcachectl metrics", stdout in $dir/out, stderr in
+# $dir/err; the exit status must be RC and the output pass promcheck.
+metrics() {
+	local rc
+	"$CTL" metrics >"$dir/out" 2>"$dir/err"
+	rc=$?
+	if [ "$rc" -eq "$1" ]; then ok "$2 (exit $rc)"; else
+		bad "$2: exit $rc, expected $1"
+		sed 's/^/     | /' "$dir/err"
+	fi
+	if promcheck "$dir/out" >"$dir/check"; then
+		ok "$2: the output passes the strict checker ($(tail -n 1 "$dir/check"))"
+	else
+		bad "$2: the output fails the strict checker:"
+		sed 's/^/     | /' "$dir/check"
+	fi
+}
+# The checker itself: a good text passes, each broken one fails.
+G='# HELP dm_bcache_a_total A.
+# TYPE dm_bcache_a_total counter
+dm_bcache_a_total{device="x",s="q\"\\\n"} 1
+# HELP dm_bcache_b B.
+# TYPE dm_bcache_b gauge
+dm_bcache_b{device="x"} 2.5e3'
+echo "$G" >"$dir/prom"
+if promcheck "$dir/prom" >/dev/null; then ok "promcheck: a good text passes"; else bad "promcheck rejects a good text"; fi
+while IFS='|' read -r why from to; do
+	echo "$G" | sed "$from" >"$dir/prom"
+	[ -n "$to" ] && echo "$to" >>"$dir/prom"
+	if promcheck "$dir/prom" >/dev/null; then bad "promcheck: passes $why"; else ok "promcheck: fails $why"; fi
+done <<'EOF'
+a sample before its HELP and TYPE|1,2d
+a second TYPE|$s/$/\n# TYPE dm_bcache_b gauge/
+a family split|$s/$/\ndm_bcache_a_total{device="y"} 1/
+a counter not named _total|s/a_total/a/g
+a gauge named _total|s/dm_bcache_b/dm_bcache_b_total/g
+a value that is not a number|s/} 1$/} one/
+a sample without labels|s/{device="x"}//
+a duplicate series|$s/$/\ndm_bcache_b{device="x"} 3/
+a bad escape in a label|s/q\\"/q\\t/
+a family without samples|$s/$/\n# HELP dm_bcache_c C.\n# TYPE dm_bcache_c gauge/
+a blank line|1s/^/\n/
+another prefix|s/dm_bcache_b/node_b/g
+EOF
+
+sample() { # NAME{LABELS}: its value
+	S=$1 awk '{ s = ENVIRON["S"] } index($0, s " ") == 1 { print substr($0, length(s) + 2) }' "$dir/out"
+}
+
+rm -f "$STATE"/dev.* "$STATE"/status.*
+metrics 0 "metrics, no devices"
+eq "metrics, no devices: no output" "" "$(cat "$dir/out" "$dir/err")"
+echo "0 262144 linear /dev/sdz 0" >"$STATE/dev.lin"
+metrics 0 "metrics, only a linear device"
+eq "metrics, only a linear device: no output" "" "$(cat "$dir/out" "$dir/err")"
+
+# Two devices: "data", the fixed status line; "home", on another cache,
+# writeback with dirty data, its cache set degraded. Their tables as the
+# kernel prints them, devices by major:minor.
+echo "0 262144 bcache 254:0 254:16 2 origin_uuid 2b9be873-3089-4682-8949-dd66c3372222" >"$STATE/dev.data"
+echo "0 524288 bcache 254:48 254:32 4 origin_uuid 7d1c4e0a-5b2f-4c3d-9e8f-a1b2c3d4e5f6 cache_mode writeback" >"$STATE/dev.home"
+echo "0 524288 bcache 2 8 1024 37/255 120 30 4 250 0 2048 writeback 0" \
+	"7d1c4e0a-5b2f-4c3d-9e8f-a1b2c3d4e5f6 degraded 2 9 1 80 3000 1 2 12" \
+	"57 210/4096 5 640 0 0 9 0 0 3 1 95 0 3 9" \
+	"sequential_cutoff 4194304 cache_priority_initial 8192 cache_priority_hit 32" \
+	"cache_priority_seek 512 cache_priority_rescale 1048576" \
+	"writeback_percent 10 writeback_running 1 rewrite_fragmented 1" \
+	"verify_csums 1" >"$STATE/status.home"
+metrics 0 "metrics, two devices"
+eq "metrics: nothing on stderr" "" "$(cat "$dir/err")"
+L='device="data",origin_uuid="2b9be873-3089-4682-8949-dd66c3372222",cache="254:0"'
+H='device="home",origin_uuid="7d1c4e0a-5b2f-4c3d-9e8f-a1b2c3d4e5f6",cache="254:48"'
+eq "metrics: read hits" 8870 "$(sample "dm_bcache_read_hits_total{$L}")"
+eq "metrics: write misses" 250 "$(sample "dm_bcache_write_misses_total{$H}")"
+eq "metrics: filled, bytes" $((34528 * 512)) "$(sample "dm_bcache_filled_bytes_total{$L}")"
+eq "metrics: written back, bytes" $((640 * 512)) "$(sample "dm_bcache_written_back_bytes_total{$H}")"
+eq "metrics: dirty, bytes" $((2048 * 512)) "$(sample "dm_bcache_dirty_bytes{$H}")"
+eq "metrics: csum errors" 2 "$(sample "dm_bcache_csum_errors_total{$L}")"
+eq "metrics: buckets used" 37 "$(sample "dm_bcache_buckets_used{$H}")"
+eq "metrics: gc runs" 1 "$(sample "dm_bcache_gc_runs_total{$H}")"
+eq "metrics: btree nodes" 9 "$(sample "dm_bcache_btree_nodes{$H}")"
+eq "metrics: buckets capacity" 255 "$(sample "dm_bcache_buckets_capacity{$H}")"
+eq "metrics: journal used, bytes" $((96 * 512)) "$(sample "dm_bcache_journal_used_bytes{$L}")"
+eq "metrics: journal size, bytes" $((4096 * 512)) "$(sample "dm_bcache_journal_size_bytes{$L}")"
+eq "metrics: format version" 3 "$(sample "dm_bcache_format_version{$L}")"
+eq "metrics: state, one series per value" "0 1 0" \
+	"$(for v in ok degraded failed; do sample "dm_bcache_state{$H,state=\"$v\"}"; done | paste -sd' ')"
+eq "metrics: mode, one series per value" "1 0 0 0" \
+	"$(for v in writethrough writeback writearound none; do sample "dm_bcache_mode{$L,mode=\"$v\"}"; done | paste -sd' ')"
+eq "metrics: every family, in order" "read_hits_total read_misses_total write_hits_total write_misses_total bypassed_total filled_bytes_total written_back_bytes_total retries_total cache_errors_total csum_errors_total invalidations_total checkpoints_total gc_runs_total dirty_bytes buckets_used buckets_capacity journal_used_bytes journal_size_bytes btree_depth btree_nodes format_version state mode" \
+	"$(sed -n 's/^# TYPE dm_bcache_\([^ ]*\) .*/\1/p' "$dir/out" | paste -sd' ')"
+eq "metrics: 2 devices x (21 + 3 + 4) series" 56 "$(grep -vc '^#' "$dir/out")"
+eq "metrics: the linear device is not there" 0 "$(grep -c 'device="lin"' "$dir/out")"
+
+# The admin guide's example is this output, abridged: its lines are lines
+# of the output, in order; "..." stands for lines left out.
+insequence() { # EXAMPLE FILE: prints the first line of EXAMPLE not found
+	awk 'NR == FNR { if ($0 != "...") want[++n] = $0; next }
+		i < n && $0 == want[i + 1] { i++ }
+		END { if (i < n) { print want[i + 1]; exit 1 } }' <(echo "$1") "$2"
+}
+DOC=$DMB_TOP/Documentation/dm-bcache.rst
+for f in "$DOC"; do
+	doc=$(awk '$0 == ".. begin metrics example" { on = 1; next }
+		$0 == ".. end metrics example" { on = 0 }
+		on && /^   [^ ]/ && !/^   # bcachectl / { sub(/^   /, ""); print }' "$f" 2>/dev/null)
+	[ -n "$doc" ] || continue
+	if miss=$(insequence "$doc" "$dir/out"); then
+		ok "${f#"$DMB_TOP"/}: the example is the output ($(echo "$doc" | grep -cvx '\.\.\.') lines of it)"
+	else
+		bad "${f#"$DMB_TOP"/}: the example's line is not in the output (or out of order): $miss"
+	fi
+	break
+done
+[ -n "$doc" ] || echo "note: no '.. begin metrics example' in the guide: the example is not checked"
+
+# A device whose status does not parse: skipped, with a message, exit 1.
+echo "0 262144 bcache /dev/vda /dev/sdx" >"$STATE/dev.bad"
+echo "0 262144 bcache 2 8 1024 35/127 lots 2335" >"$STATE/status.bad"
+echo "0 262144 bcache /dev/vda /dev/sdw" >"$STATE/dev.new"
+echo "0 262144 bcache 3 8 1024 35/127 1 2 3 4 5 6 writethrough 0 x ok" >"$STATE/status.new"
+metrics 1 "metrics, two devices that do not parse"
+has_err() {
+	if grep -Eq -- "$2" "$dir/err"; then ok "$1"; else
+		bad "$1: no /$2/ on stderr"
+		sed 's/^/     | /' "$dir/err"
+	fi
+}
+has_err "unparsable: named, with the reason" "^bcachectl: metrics: bad skipped: the status line has 6 fields, expected 36$"
+has_err "another status version: named" "^bcachectl: metrics: new skipped: status format version 3, this tool knows 2$"
+eq "unparsable: not in the output" 0 "$(grep -Ec 'device="(bad|new)"' "$dir/out")"
+eq "unparsable: the others are" 56 "$(grep -vc '^#' "$dir/out")"
+echo "0 262144 bcache 2 8 1024 35/127 8870 x 1024 0 1846 0 writethrough 0" \
+	"2b9be873-3089-4682-8949-dd66c3372222 ok 1 1 0 79 34528 0 0 0" \
+	"42 96/4096 3 0 0 5 17 12 4 9 6 731 2 3 9" >"$STATE/status.bad"
+echo "0 262144 bcache 2 8 1024 35/127 8870 1 1024 0 1846 0 writethrough 0" \
+	"2b9be873-3089-4682-8949-dd66c3372222 fine 1 1 0 79 34528 0 0 0" \
+	"42 96/4096 3 0 0 5 17 12 4 9 6 731 2 3 9" >"$STATE/status.new"
+metrics 1 "metrics, a field that is not a number, an unknown state"
+has_err "not a number: named" "^bcachectl: metrics: bad skipped: read_misses is \"x\", not a number$"
+has_err "unknown state: named" "^bcachectl: metrics: new skipped: unknown state \"fine\"$"
+rm -f "$STATE"/dev.bad "$STATE"/status.bad "$STATE"/dev.new "$STATE"/status.new
+
+# Two bcache targets in one device: a start label tells them apart. A
+# quote and a backslash in a name are escaped.
+printf '0 100 bcache 254:0 254:80\n100 100 bcache 254:0 254:96\n' >"$STATE/dev.two"
+{ dmsetup status data | sed 's/^0 262144 /0 100 /'; dmsetup status data | sed 's/^0 262144 /100 100 /'; } >"$STATE/status.two"
+cp "$STATE/dev.data" "$STATE/dev.q\"u\\ote"
+metrics 0 "metrics, a device of two targets, a quote in a name"
+eq "two targets: a series each" "8870 8870" \
+	"$(for t in 0 100; do sample "dm_bcache_read_hits_total{${L/data/two},start=\"$t\"}"; done | paste -sd' ')"
+eq "a quote and a backslash in a name: escaped" 8870 \
+	"$(sample 'dm_bcache_read_hits_total{device="q\"u\\ote",origin_uuid="2b9be873-3089-4682-8949-dd66c3372222",cache="254:0"}')"
+rm -f "$STATE"/dev.* "$STATE"/status.*
+run 2 "metrics: no arguments" "$CTL" metrics data
 
 if command -v shellcheck >/dev/null 2>&1; then
 	run 0 "shellcheck -s sh" shellcheck -s sh "$CTL"

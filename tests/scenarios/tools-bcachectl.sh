@@ -40,6 +40,12 @@ check_eq "status: the fields in order" "$(echo "$DMB_FIELDS" | tr "\n" " " | sed
 check_eq "status: $nf fields, the tunables count, 9 tunables" $((nf + 10)) "$(wc -l </tmp/st | tr -d ' ')"
 check_eq "status version" 2 "$(bcachectl status c version)"
 check_eq "status mode" writethrough "$(bcachectl status c mode)"
+check "metrics of the real status line" sh -c 'bcachectl metrics >/tmp/prom'
+check_eq "metrics: read hits = status's" \
+	"$(bcachectl status c read_hits)" \
+	"$(sed -n 's/^dm_bcache_read_hits_total{device="c",.*} //p' /tmp/prom)"
+check_eq "metrics: the state" 1 \
+	"$(sed -n 's/^dm_bcache_state{device="c",.*state="ok".*} //p' /tmp/prom)"
 check_eq "status slot = dmsetup's" "$(dmb_stat c slot)" "$(bcachectl status c slot)"
 check_eq "status origin_uuid = dmsetup's" "$(dmb_stat c origin_uuid)" "$(bcachectl status c origin_uuid)"
 check_eq "status buckets = dmsetup's field 4" "$(dmb_stat c buckets)" "$(bcachectl status c buckets)"
