@@ -17,7 +17,7 @@ cache=$(disk cache)
 origin=$(disk origin)
 U=eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee
 P=/sys/module/dm_bcache/parameters
-table="0 $(blockdev --getsz "$origin") bcache $cache $origin 4 origin_uuid $U cache_mode writeback"
+table=$(dmb_table c "$cache" "$origin" origin_uuid $U cache_mode writeback)
 
 # load MODE [DEV]: 4 KiB random writes over 32 MiB (dirty), then 4 KiB
 # to 2 MiB ones over them (the large ones bound for the origin), fio's

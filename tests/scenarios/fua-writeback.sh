@@ -12,7 +12,7 @@
 cache=$(disk cache)
 origin=$(disk origin)
 U=f0a0f0a0-f0a0-4f0a-8f0a-f0a0f0a0f0a0
-table="0 $(blockdev --getsz "$origin") bcache $cache $origin 4 origin_uuid $U cache_mode writeback"
+table=$(dmb_table c "$cache" "$origin" origin_uuid $U cache_mode writeback)
 
 # sync_load MODE: O_SYNC 4-16 KiB writes at queue depth 16 and O_DSYNC
 # ones from a second job, fio's checksums in every block; MODE write or
