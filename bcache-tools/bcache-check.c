@@ -15,9 +15,14 @@
  * flush, then the superblock); it refuses to drop an index holding dirty
  * data, or one whose dirty data cannot be counted, unless forced.
  *
+ * A cache set of several members is checked whole, every member named:
+ * each member's superblock and bucket array, member 0's UUID table and
+ * journal, and the index with each pointer judged against its member.
+ * Its repair is refused for now.
+ *
  * Exit status: 0 consistent, 1 inconsistencies found (repaired or not,
  * the repair refused included), 2 usage, 3 the device cannot be read or
- * is not a dm-bcache device.
+ * is not a dm-bcache device (or the devices named are not a whole set).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -57,6 +62,8 @@ static struct kind k_csum = { .what = "data checksum mismatches" };
 
 static struct {
 	bool	quiet, verbose, repair, force, data;
+	bool	several;	/* a set of several members */
+	bool	repair_rw;	/* open the device(s) for writing */
 	unsigned int errors;
 
 	/* what a repair has to do, or why it must not */
@@ -90,9 +97,27 @@ static struct {
 	char	dirty_partial[WHY_LEN];
 	bool	kernel_drops;
 
-	/* --data: the live keys' data against their checksums */
+	/*
+	 * --data: the live keys' data against their checksums; csum_bad
+	 * keys no copy of which is good, csum_bad_copies copies that are
+	 * bad while another copy of the key is good.
+	 */
 	u64	csum_keys, csum_bad, csum_none, csum_sectors, csum_unreadable;
+	u64	csum_bad_copies;
 } S;
+
+/* "member N: " before what is a member's own, in a set of several. */
+static const char *mname(const struct bch_cache *m)
+{
+	static char buf[4][24];
+	static unsigned int next;
+	char *p = buf[next++ % ARRAY_SIZE(buf)];
+
+	if (!S.several)
+		return "";
+	snprintf(p, sizeof(buf[0]), "member %u: ", le32toh(m->sb.dev_idx));
+	return p;
+}
 
 __printf(1, 2) static void info(const char *fmt, ...)
 {
@@ -142,10 +167,12 @@ static void kind_summary(const struct kind *k)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: " PROG " [-r [-f]] [-v] [-q] [-P] [-d] <device>\n"
-		"Check a dm-bcache cache device that no table is using.\n\n"
+		"Usage: " PROG " [-r [-f]] [-v] [-q] [-P] [-d] <device> [<device>...]\n"
+		"Check a dm-bcache cache device that no table is using; a cache set of\n"
+		"several devices is checked with every member named, in any order.\n\n"
 		"  -r, --repair   invalidate what cannot be trusted (never guesses);\n"
-		"                 refused if that loses dirty (not written back) data\n"
+		"                 refused if that loses dirty (not written back) data,\n"
+		"                 and on a set of several devices\n"
 		"  -f, --force    with -r: repair even so, losing the dirty data\n"
 		"  -v, --verbose  print every problem and more detail\n"
 		"  -q, --quiet    print nothing; the exit status tells\n"
@@ -170,7 +197,7 @@ static int open_cache(struct bch_cache *c, const char *path)
 	char why[256];
 
 	memset(c, 0, sizeof(*c));
-	if (bch_dev_open(&c->dev, path, S.repair))
+	if (bch_dev_open(&c->dev, path, S.repair_rw))
 		return -1;
 	if (bch_sb_read(&c->dev, &c->sb))
 		goto bad;
@@ -194,11 +221,6 @@ bad:
 	bch_dev_close(&c->dev);
 	return -1;
 ok:
-	/* Its keys may point to the other members: nothing is read. */
-	if (bch_sb_one_member(&c->sb, path, "checking")) {
-		bch_dev_close(&c->dev);
-		return -1;
-	}
 	bch_cache_sb_fields(c);
 	return 0;
 }
@@ -222,47 +244,64 @@ static bool other_root_set(const struct bch_sb_disk *sb)
 	return false;
 }
 
-/* What the kernel refuses beyond what the tools' validation does. */
-static void check_sb(struct bch_cache *c)
+/* What the kernel refuses beyond what the tools' validation does: member @c's. */
+static void check_sb_layout(struct bch_cache *c)
 {
 	const struct bch_sb_disk *sb = &c->sb;
 	u64 prio = bch_prio_sectors(c->nbuckets), uuid = bch_uuid_sectors();
-	u64 flags = le64toh(sb->flags);
 	char set[BCH_UUID_STR_LEN], bucket[BCH_SIZE_STR_LEN], block[BCH_SIZE_STR_LEN];
-	size_t i;
+	const char *mn = mname(c);
 
 	bch_uuid_format(sb->set_uuid, set);
 	bch_format_size((u64)c->bucket_size << BCH_SECTOR_SHIFT, bucket);
 	bch_format_size((u64)c->block_size << BCH_SECTOR_SHIFT, block);
-	info("superblock: ok: version %u, cache set %s, %llu data buckets of %s, blocks of %s, a journal of %u buckets",
-	     le32toh(sb->version), set,
+	info("%ssuperblock: ok: version %u, cache set %s, %llu data buckets of %s, blocks of %s, a journal of %u buckets",
+	     mn, le32toh(sb->version), set,
 	     (unsigned long long)(c->nbuckets - c->first_bucket - le32toh(sb->journal_buckets)),
 	     bucket, block, le32toh(sb->journal_buckets));
-	if (S.root_why[0])
-		problem(&k_node, "superblock: %s: the index cannot be used", S.root_why);
 
 	if (c->first_bucket != bch_first_bucket(c->nbuckets, c->bucket_size))
-		problem(&k_sb, "superblock: first bucket %llu, the kernel requires exactly %llu",
-			(unsigned long long)c->first_bucket,
+		problem(&k_sb, "%ssuperblock: first bucket %llu, the kernel requires exactly %llu",
+			mn, (unsigned long long)c->first_bucket,
 			(unsigned long long)bch_first_bucket(c->nbuckets, c->bucket_size));
 	if (le64toh(sb->prio_offset[0]) != BCH_META_START ||
 	    le64toh(sb->prio_offset[1]) != BCH_META_START + prio)
-		problem(&k_sb, "superblock: bucket array copies at sectors %llu and %llu, the kernel requires %u and %llu",
+		problem(&k_sb, "%ssuperblock: bucket array copies at sectors %llu and %llu, the kernel requires %u and %llu",
+			mn,
 			(unsigned long long)le64toh(sb->prio_offset[0]),
 			(unsigned long long)le64toh(sb->prio_offset[1]), BCH_META_START,
 			(unsigned long long)(BCH_META_START + prio));
 	if (le64toh(sb->uuid_offset[0]) != BCH_META_START + 2 * prio ||
 	    le64toh(sb->uuid_offset[1]) != BCH_META_START + 2 * prio + uuid)
-		problem(&k_sb, "superblock: UUID table copies at sectors %llu and %llu, the kernel requires %llu and %llu",
+		problem(&k_sb, "%ssuperblock: UUID table copies at sectors %llu and %llu, the kernel requires %llu and %llu",
+			mn,
 			(unsigned long long)le64toh(sb->uuid_offset[0]),
 			(unsigned long long)le64toh(sb->uuid_offset[1]),
 			(unsigned long long)(BCH_META_START + 2 * prio),
 			(unsigned long long)(BCH_META_START + 2 * prio + uuid));
 	if (c->dev.blk && (c->block_size << BCH_SECTOR_SHIFT) < c->dev.lbs)
-		problem(&k_sb, "superblock: block size %u bytes is below the device's logical block size %u",
-			c->block_size << BCH_SECTOR_SHIFT, c->dev.lbs);
+		problem(&k_sb, "%ssuperblock: block size %u bytes is below the device's logical block size %u",
+			mn, c->block_size << BCH_SECTOR_SHIFT, c->dev.lbs);
 	if (k_sb.n)
 		S.sb_bad = true;
+}
+
+/* Every member's superblock; member 0's decides for the set. */
+static void check_sb(struct bch_cache *c)
+{
+	const struct bch_sb_disk *sb = &c->sb;
+	u64 flags = le64toh(sb->flags);
+	size_t i;
+
+	for (i = 0; i < c->nr_members; i++)
+		check_sb_layout(c->members[i]);
+	if (S.several)
+		info("cache set: %u members, all named; member 0's superblock (seq %llu) decides",
+		     c->nr_members, (unsigned long long)le64toh(sb->seq));
+	if (c->members_ahead)
+		note("cache set: a member's superblock is one write ahead of member 0's (a crash between them): the next attach brings it level");
+	if (S.root_why[0])
+		problem(&k_node, "superblock: %s: the index cannot be used", S.root_why);
 
 	if (flags & ~BCH_SB_CLEAN)
 		note("superblock: unknown flags 0x%llx",
@@ -294,8 +333,8 @@ static unsigned int scan_prio(struct bch_cache *c, const struct bch_bucket_disk 
 			if (p[i].prio || p[i].gen || p[i].flags) {
 				bad++;
 				if (report)
-					problem(&k_prio, "bucket array copy %u: entry %llu past the last bucket is not zero",
-						copy, (unsigned long long)i);
+					problem(&k_prio, "%sbucket array copy %u: entry %llu past the last bucket is not zero",
+						mname(c), copy, (unsigned long long)i);
 			}
 			continue;
 		}
@@ -303,23 +342,25 @@ static unsigned int scan_prio(struct bch_cache *c, const struct bch_bucket_disk 
 				   BCH_BUCKET_STATE)) {
 			bad++;
 			if (report)
-				problem(&k_prio, "bucket array copy %u: bucket %llu has unknown flags 0x%x",
-					copy, (unsigned long long)i,
+				problem(&k_prio, "%sbucket array copy %u: bucket %llu has unknown flags 0x%x",
+					mname(c), copy, (unsigned long long)i,
 					p[i].flags & ~(BCH_BUCKET_META | BCH_BUCKET_JOURNAL |
 						       BCH_BUCKET_STATE));
 		}
 		if (meta != !!(p[i].flags & BCH_BUCKET_META)) {
 			bad++;
 			if (report)
-				problem(&k_prio, "bucket array copy %u: bucket %llu is %s a metadata bucket (first bucket %llu)",
-					copy, (unsigned long long)i, meta ? "not marked as" : "marked as",
+				problem(&k_prio,
+					"%sbucket array copy %u: bucket %llu is %s a metadata bucket (first bucket %llu)",
+					mname(c), copy, (unsigned long long)i,
+					meta ? "not marked as" : "marked as",
 					(unsigned long long)c->first_bucket);
 		}
 		if (journal != !!(p[i].flags & BCH_BUCKET_JOURNAL)) {
 			bad++;
 			if (report)
-				problem(&k_prio, "bucket array copy %u: bucket %llu is %s a journal bucket (the ring is buckets %llu to %llu)",
-					copy, (unsigned long long)i,
+				problem(&k_prio, "%sbucket array copy %u: bucket %llu is %s a journal bucket (the ring is buckets %llu to %llu)",
+					mname(c), copy, (unsigned long long)i,
 					journal ? "not marked as" : "marked as",
 					(unsigned long long)le64toh(c->sb.journal_first),
 					(unsigned long long)(le64toh(c->sb.journal_first) +
@@ -334,17 +375,19 @@ static int check_prio(struct bch_cache *c)
 	const struct bch_sb_disk *sb = &c->sb;
 	unsigned int cur = le32toh(sb->prio_current), other = !cur, bad;
 	struct bch_bucket_disk *p;
+	bool cur_bad = true, other_ok;
 	u32 csum, ocsum;
 
 	csum = bch_csum(c->prio, bch_prio_bytes(c));
 	if (csum != le32toh(sb->prio_csum)) {
-		problem(&k_prio, "bucket array copy %u (current): checksum mismatch (stored 0x%08x, computed 0x%08x)",
-			cur, le32toh(sb->prio_csum), csum);
+		problem(&k_prio, "%sbucket array copy %u (current): checksum mismatch (stored 0x%08x, computed 0x%08x)",
+			mname(c), cur, le32toh(sb->prio_csum), csum);
 		S.prio_bad = true;
 	} else if (scan_prio(c, c->prio, cur, true)) {
 		S.prio_bad = true;
 	} else {
-		info("bucket array: copy %u (current) ok: %llu buckets", cur,
+		cur_bad = false;
+		info("%sbucket array: copy %u (current) ok: %llu buckets", mname(c), cur,
 		     (unsigned long long)c->nbuckets);
 	}
 
@@ -354,19 +397,21 @@ static int check_prio(struct bch_cache *c)
 		return -1;
 	ocsum = bch_csum(p, bch_prio_bytes(c));
 	bad = scan_prio(c, p, other, false);
-	S.other_prio_ok = ocsum == le32toh(sb->prio_csum_other) && !bad;
-	if (S.other_prio_ok && S.prio_bad)
-		note("bucket array copy %u (previous) is good: the kernel falls back to it at the next attach, invalidating all cached data",
-		     other);
-	else if (S.other_prio_ok && S.verbose)
-		info("bucket array: copy %u (previous) ok", other);
+	other_ok = ocsum == le32toh(sb->prio_csum_other) && !bad;
+	/* a repair needs every member's other copy good (sets: refused anyway) */
+	S.other_prio_ok = S.other_prio_ok && other_ok;
+	if (other_ok && cur_bad)
+		note("%sbucket array copy %u (previous) is good: the kernel falls back to it at the next attach, invalidating all cached data",
+		     mname(c), other);
+	else if (other_ok && S.verbose)
+		info("%sbucket array: copy %u (previous) ok", mname(c), other);
 	else if (ocsum != le32toh(sb->prio_csum_other))
-		note("bucket array copy %u (previous): checksum mismatch (stored 0x%08x, computed 0x%08x)%s",
-		     other, le32toh(sb->prio_csum_other), ocsum,
-		     S.prio_bad ? ": no copy is usable" : ": no fallback if the current one goes bad");
+		note("%sbucket array copy %u (previous): checksum mismatch (stored 0x%08x, computed 0x%08x)%s",
+		     mname(c), other, le32toh(sb->prio_csum_other), ocsum,
+		     cur_bad ? ": no copy is usable" : ": no fallback if the current one goes bad");
 	else if (bad)
-		note("bucket array copy %u (previous): %u entries disagree with the layout",
-		     other, bad);
+		note("%sbucket array copy %u (previous): %u entries disagree with the layout",
+		     mname(c), other, bad);
 	free(p);
 	return 0;
 }
@@ -459,6 +504,11 @@ static int check_uuids(struct bch_cache *c)
 		used += !!(le32toh(c->uuids[i].flags) & BCH_UUID_VALID);
 	info("UUID table: copy %u (current) ok: %u of %u slots in use", cur, used,
 	     BCH_UUID_SLOTS);
+	/* every member holds the table; the kernel reads member 0's and rewrites all */
+	for (i = 1; i < c->nr_members; i++)
+		if (!c->members[i]->uuid_csum_ok)
+			note("%sUUID table copy %u fails its checksum (member 0's is the one read; the next write rewrites it)",
+			     mname(c->members[i]), le32toh(c->members[i]->sb.uuid_current));
 	if (ocsum != le32toh(sb->uuid_csum_other))
 		note("UUID table copy %u (previous): checksum mismatch (stored 0x%08x, computed 0x%08x): no fallback if the current one goes bad",
 		     other, le32toh(sb->uuid_csum_other), ocsum);
@@ -519,7 +569,7 @@ static int check_journal(struct bch_cache *c)
 			     e.nkeys == 1 ? "" : "s",
 			     e.skipped ? ", at the start of the next bucket" : "");
 		for (i = 0; i < e.nkeys; i++) {
-			why = bch_jkey_invalid(sb, &e, i);
+			why = bch_set_jkey_invalid(c, &e, i);
 			if (!why)
 				continue;
 			if (!bch_jentry_key(&e, i, &k))
@@ -645,11 +695,13 @@ struct extent {
 struct walk {
 	struct seen	dead;
 	u64		dead_by[BCH_KEY_NR_STATES];
-	u32		*live_sectors;	/* per bucket */
-	u8		*node;		/* per bucket: 1 = holds a node */
+	/* per member, per bucket */
+	u32		*live_sectors[BCH_MAX_MEMBERS];
+	u8		*node[BCH_MAX_MEMBERS];		/* 1 = holds a node */
+	/* one per live copy, ptr its bch_ptr_loc(): member and sector */
 	struct extent	*live;
 	size_t		nlive, live_size;
-	u64		live_total;
+	u64		live_total, nkeys;	/* live keys */
 	u64		nodes;
 	bool		oom;
 };
@@ -705,95 +757,199 @@ static const struct bch_btree_ops check_ops = {
  */
 static void bad_set(struct bch_cache *c, u64 bucket, unsigned int idx, unsigned int level)
 {
+	const char *bn = bch_bucket_name(c, bch_node_bucket_dev(bucket),
+					 bch_node_bucket_nr(bucket));
+
 	if (!c->clean) {
-		note("index node in bucket %llu (level %u): set %u fails its checksum: a torn write (the cache was not shut down cleanly); the node ends before it",
-		     (unsigned long long)bucket, level, idx);
+		note("index node in %s (level %u): set %u fails its checksum: a torn write (the cache was not shut down cleanly); the node ends before it",
+		     bn, level, idx);
 		return;
 	}
-	problem(&k_node, "index node in bucket %llu (level %u): set %u is corrupt (its keys are lost, older keys would show through)",
-		(unsigned long long)bucket, level, idx);
+	problem(&k_node, "index node in %s (level %u): set %u is corrupt (its keys are lost, older keys would show through)",
+		bn, level, idx);
 	S.index_bad = true;
-	dirty_why(S.dirty_partial, "set %u of the index node in bucket %llu is corrupt: its keys cannot be counted",
-		  idx, (unsigned long long)bucket);
+	dirty_why(S.dirty_partial, "set %u of the index node in %s is corrupt: its keys cannot be counted",
+		  idx, bn);
+}
+
+/* "cache sector N", or "member M cache sector N" in a set of several. */
+static const char *sector_name(unsigned int dev, u64 sector)
+{
+	static char buf[2][64];
+	static unsigned int next;
+	char *p = buf[next++ % ARRAY_SIZE(buf)];
+
+	if (S.several)
+		snprintf(p, sizeof(buf[0]), "member %u cache sector %llu", dev,
+			 (unsigned long long)sector);
+	else
+		snprintf(p, sizeof(buf[0]), "cache sector %llu", (unsigned long long)sector);
+	return p;
 }
 
 static void check_node(struct bch_cache *c, struct walk *w, const struct bch_bkey *k)
 {
+	unsigned int dev = bch_ptr_dev(k->ptr[0]);
+	struct bch_cache *m = bch_member(c, dev);
 	u64 bucket = bch_key_sector(k) / c->bucket_size;
+	const char *bn = bch_bucket_name(c, dev, bucket);
 
 	w->nodes++;
-	if (bch_index_mem_bucket(c, bucket))
+	if (bch_index_mem_bucket(c, bch_node_bucket_id(dev, bucket)))
 		return;		/* made by the replay: the kernel writes it later */
-	if (bucket < c->first_bucket) {
-		problem(&k_node, "index node at cache sector %llu is outside the data buckets",
-			(unsigned long long)bch_key_sector(k));
+	/* btree.c refuses a node pointer to a member the set does not have */
+	if (!m || bucket < m->first_bucket) {
+		problem(&k_node, "index node at %s is outside the data buckets",
+			sector_name(dev, bch_key_sector(k)));
 		S.index_bad = true;
 		return;
 	}
-	if (c->prio[bucket].flags & BCH_BUCKET_META) {
-		problem(&k_node, "index node in bucket %llu, a metadata bucket",
-			(unsigned long long)bucket);
+	if (m->prio[bucket].flags & BCH_BUCKET_META) {
+		problem(&k_node, "index node in %s, a metadata bucket", bn);
 		S.index_bad = true;
 	}
-	if (bch_journal_bucket(&c->sb, bucket)) {
-		problem(&k_node, "index node in bucket %llu, a journal bucket",
-			(unsigned long long)bucket);
+	if (bch_journal_bucket(&m->sb, bucket)) {
+		problem(&k_node, "index node in %s, a journal bucket", bn);
 		S.index_bad = true;
 	}
-	if (w->node[bucket]++) {
-		problem(&k_node, "bucket %llu holds two index nodes", (unsigned long long)bucket);
+	if (w->node[dev][bucket]++) {
+		problem(&k_node, "%s holds two index nodes", bn);
 		S.index_bad = true;
 	}
-	if (c->prio[bucket].gen != bch_key_gen(k)) {
-		problem(&k_node, "index node in bucket %llu has gen %u, the bucket array says %u",
-			(unsigned long long)bucket, bch_key_gen(k), c->prio[bucket].gen);
+	if (m->prio[bucket].gen != bch_key_gen(k)) {
+		problem(&k_node, "index node in %s has gen %u, the bucket array says %u",
+			bn, bch_key_gen(k), m->prio[bucket].gen);
 		S.index_bad = true;
 	}
 	/* The kernel's open would hand the bucket out: see BCH_BUCKET_STATE. */
 	if (bch_bucket_state_valid(&c->sb) &&
-	    !(c->prio[bucket].flags & BCH_BUCKET_BTREE)) {
-		problem(&k_prio, "index node in bucket %llu, which the bucket array does not mark as one",
-			(unsigned long long)bucket);
+	    !(m->prio[bucket].flags & BCH_BUCKET_BTREE)) {
+		problem(&k_prio, "index node in %s, which the bucket array does not mark as one",
+			bn);
 		S.state_bad = true;
 	}
 }
 
 /*
+ * Copy @i of @k: read its checksummed range into @buf and checksum it
+ * into @crc. -1 (reported) if it cannot be read.
+ */
+static int read_copy(struct bch_cache *c, const struct bch_bkey *k, unsigned int i,
+		     const char *where, u32 *crc)
+{
+	static u8 buf[BCH_CSUM_MAX_SECTORS << BCH_SECTOR_SHIFT];
+	struct bch_cache *m = bch_member(c, bch_ptr_dev(k->ptr[i]));
+	u64 start = bch_ptr_sector(k->ptr[i]) - k->csum_front;
+	size_t len = (size_t)k->csum_sectors << BCH_SECTOR_SHIFT;
+
+	if (bch_pread_all(&m->dev, buf, len, start << BCH_SECTOR_SHIFT)) {
+		if (S.several)
+			problem(&k_csum, "index key (%s): its copy on member %u cannot be read: %s",
+				where, bch_ptr_dev(k->ptr[i]), bch_strerror());
+		else
+			problem(&k_csum, "index key (%s): its data cannot be read: %s", where,
+				bch_strerror());
+		S.csum_unreadable++;
+		return -1;
+	}
+	S.csum_sectors += k->csum_sectors;
+	*crc = bch_csum(buf, len);
+	return 0;
+}
+
+static void report_bad_copy(const struct bch_bkey *k, unsigned int i, u32 crc,
+			    const char *where, bool other_good)
+{
+	u64 start = bch_ptr_sector(k->ptr[i]) - k->csum_front;
+
+	if (!S.several) {
+		problem(&k_csum, "index key (%s): data checksum %08x, the key says %08x (range %u sectors from %llu)",
+			where, crc, k->csum, k->csum_sectors, (unsigned long long)start);
+		return;
+	}
+	problem(&k_csum, "index key (%s): its copy on member %u: data checksum %08x, the key says %08x (range %u sectors from %llu)%s",
+		where, bch_ptr_dev(k->ptr[i]), crc, k->csum, k->csum_sectors,
+		(unsigned long long)start,
+		other_good ? ": the other copy is good, the key's data stands" :
+		": no good copy is left");
+}
+
+/*
  * --data: the checksummed range of live key @k (the key, or a range it is
- * a part of) read from the device and its crc32c compared. A mismatch is
- * data the kernel would refuse to serve.
+ * a part of) read from the device and its crc32c compared, for each copy
+ * that is not stale (one checksum covers every copy). A key none of whose
+ * copies matches is data the kernel would refuse to serve.
  */
 static void check_data(struct bch_cache *c, const struct bch_bkey *k, const char *where)
 {
-	static u8 buf[BCH_CSUM_MAX_SECTORS << BCH_SECTOR_SHIFT];
-	u64 start;
-	u32 crc;
+	bool read[BCH_KEY_PTRS] = { false }, any = false;
+	u32 crc[BCH_KEY_PTRS];
+	unsigned int i, good = 0, bad = 0;
 
 	if (!(k->flags & BCH_KEY_CSUM)) {
 		S.csum_none++;
 		return;
 	}
-	start = bch_key_sector(k) - k->csum_front;
-	if (bch_pread_all(&c->dev, buf, (size_t)k->csum_sectors << BCH_SECTOR_SHIFT,
-			  start << BCH_SECTOR_SHIFT)) {
-		problem(&k_csum, "index key (%s): its data cannot be read: %s", where,
-			bch_strerror());
-		S.csum_unreadable++;
-		return;
+	for (i = 0; i < k->nptrs; i++) {
+		if (bch_ptr_stale(c, k->ptr[i]))
+			continue;	/* the kernel never reads it */
+		read[i] = !read_copy(c, k, i, where, &crc[i]);
+		any |= read[i];
+		if (read[i] && crc[i] == k->csum)
+			good++;
+		else if (read[i])
+			bad++;
 	}
-	S.csum_keys++;
-	S.csum_sectors += k->csum_sectors;
-	crc = bch_csum(buf, (size_t)k->csum_sectors << BCH_SECTOR_SHIFT);
-	if (crc == k->csum)
+	if (!any)
 		return;
-	S.csum_bad++;
-	problem(&k_csum, "index key (%s): data checksum %08x, the key says %08x (range %u sectors from %llu)",
-		where, crc, k->csum, k->csum_sectors, (unsigned long long)start);
+	S.csum_keys++;
+	if (!bad)
+		return;
+	if (good)
+		S.csum_bad_copies += bad;
+	else
+		S.csum_bad++;
+	for (i = 0; i < k->nptrs; i++)
+		if (read[i] && crc[i] != k->csum)
+			report_bad_copy(k, i, crc[i], where, good);
+}
+
+/* Note the live copies of @k: the buckets they fill, and their extents. */
+static void add_copies(struct bch_cache *c, struct walk *w, const struct bch_bkey *k,
+		       const char *where)
+{
+	unsigned int i, dev;
+	struct bch_cache *m;
+
+	for (i = 0; i < k->nptrs; i++) {
+		dev = bch_ptr_dev(k->ptr[i]);
+		m = bch_member(c, dev);
+		/* a crash after writeback dropped this copy: the kernel skips it */
+		if (bch_ptr_stale(c, k->ptr[i])) {
+			if (S.verbose)
+				note("index key (%s): its copy on member %u is stale (its bucket was reused): the kernel skips it",
+				     where, dev);
+			continue;
+		}
+		w->live_sectors[dev][bch_ptr_sector(k->ptr[i]) / m->bucket_size] += k->size;
+		if (w->nlive == w->live_size) {
+			size_t n = w->live_size ? 2 * w->live_size : 4096;
+			struct extent *e = realloc(w->live, n * sizeof(*e));
+
+			if (!e) {
+				w->oom = true;
+				return;
+			}
+			w->live = e;
+			w->live_size = n;
+		}
+		w->live[w->nlive++] = (struct extent){ bch_ptr_loc(k->ptr[i]), k->size,
+						       k->inode, k->end };
+	}
 }
 
 static void check_live(struct bch_cache *c, struct walk *w, const struct bch_bkey *k)
 {
-	u64 bucket = bch_key_sector(k) / c->bucket_size;
 	const struct bch_uuid_disk *u = &c->uuids[bch_inode_slot(k->inode)];
 	char where[96];
 
@@ -805,23 +961,13 @@ static void check_live(struct bch_cache *c, struct walk *w, const struct bch_bke
 		S.index_bad = true;
 		return;
 	}
+	/* once per key, however many copies: the origin misses it once */
 	count_dirty(k);
 	if (S.data)
 		check_data(c, k, where);
-	w->live_sectors[bucket] += k->size;
 	w->live_total += k->size;
-	if (w->nlive == w->live_size) {
-		size_t n = w->live_size ? 2 * w->live_size : 4096;
-		struct extent *e = realloc(w->live, n * sizeof(*e));
-
-		if (!e) {
-			w->oom = true;
-			return;
-		}
-		w->live = e;
-		w->live_size = n;
-	}
-	w->live[w->nlive++] = (struct extent){ bch_key_sector(k), k->size, k->inode, k->end };
+	w->nkeys++;
+	add_copies(c, w, k, where);
 }
 
 static void walk_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_node, void *arg)
@@ -841,25 +987,49 @@ static int cmp_extent(const void *l, const void *r)
 	return a->ptr < b->ptr ? -1 : a->ptr > b->ptr;
 }
 
+/* Member @m's (index @dev) live buckets against its bucket states. */
+static void check_member_data(struct bch_cache *c, struct bch_cache *m, unsigned int dev,
+			      struct walk *w)
+{
+	u64 n;
+
+	for (n = m->first_bucket; n < m->nbuckets; n++) {
+		if (w->live_sectors[dev][n] && !(m->prio[n].flags & BCH_BUCKET_DATA)) {
+			problem(&k_prio, "%s holds %u live sectors, but the bucket array does not mark it as data",
+				bch_bucket_name(c, dev, n), w->live_sectors[dev][n]);
+			S.state_bad = true;
+		}
+	}
+}
+
+/* After a clean shutdown no bucket of member @m is marked as a node without being one. */
+static void check_member_leaks(struct bch_cache *c, struct bch_cache *m, unsigned int dev,
+			       struct walk *w)
+{
+	u64 n;
+
+	for (n = m->first_bucket; n < m->nbuckets; n++) {
+		if ((m->prio[n].flags & BCH_BUCKET_BTREE) && !w->node[dev][n] &&
+		    !m->node_level[n]) {
+			problem(&k_prio, "%s is marked as an index node, but the index does not name it (shut down cleanly: leaked)",
+				bch_bucket_name(c, dev, n));
+			S.state_bad = true;
+		}
+	}
+}
+
 /*
  * The bucket states an open reads instead of the index (BCH_BUCKET_STATE)
  * must cover it; with no journal keys the index is the checkpoint's.
- * After a clean shutdown no bucket is marked as a node without being one.
  */
 static void check_states(struct bch_cache *c, struct walk *w, u64 jkeys)
 {
 	unsigned int i;
-	u64 n;
 
 	if (!bch_bucket_state_valid(&c->sb))
 		return;
-	for (n = c->first_bucket; n < c->nbuckets && !jkeys; n++) {
-		if (w->live_sectors[n] && !(c->prio[n].flags & BCH_BUCKET_DATA)) {
-			problem(&k_prio, "bucket %llu holds %u live sectors, but the bucket array does not mark it as data",
-				(unsigned long long)n, w->live_sectors[n]);
-			S.state_bad = true;
-		}
-	}
+	for (i = 0; i < c->nr_members && !jkeys; i++)
+		check_member_data(c, c->members[i], i, w);
 	for (i = 0; i < BCH_UUID_SLOTS && !jkeys; i++) {
 		if (S.dirty[i] > le64toh(c->uuids[i].dirty)) {
 			problem(&k_uuid, "UUID slot %u: %llu dirty sectors, but the table says %llu",
@@ -868,29 +1038,28 @@ static void check_states(struct bch_cache *c, struct walk *w, u64 jkeys)
 			S.state_bad = true;
 		}
 	}
-	for (n = c->first_bucket; n < c->nbuckets && c->clean; n++) {
-		if ((c->prio[n].flags & BCH_BUCKET_BTREE) && !w->node[n] &&
-		    !c->node_level[n]) {
-			problem(&k_prio, "bucket %llu is marked as an index node, but the index does not name it (shut down cleanly: leaked)",
-				(unsigned long long)n);
-			S.state_bad = true;
-		}
-	}
+	for (i = 0; i < c->nr_members && c->clean; i++)
+		check_member_leaks(c, c->members[i], i, w);
 }
 
 /* After the walk: what needs every key seen. */
 static void check_space(struct bch_cache *c, struct walk *w)
 {
 	const struct extent *a, *b;
+	struct bch_cache *m;
+	unsigned int dev;
 	size_t i;
 	u64 n;
 
 	/* a checkpoint node the replay split away still holds the checkpoint */
-	for (n = c->first_bucket; n < c->nbuckets; n++) {
-		if ((w->node[n] || c->node_level[n]) && w->live_sectors[n]) {
-			problem(&k_data, "bucket %llu holds an index node and %u sectors of live data",
-				(unsigned long long)n, w->live_sectors[n]);
-			S.index_bad = true;
+	for (dev = 0; dev < c->nr_members; dev++) {
+		m = c->members[dev];
+		for (n = m->first_bucket; n < m->nbuckets; n++) {
+			if ((w->node[dev][n] || m->node_level[n]) && w->live_sectors[dev][n]) {
+				problem(&k_data, "%s holds an index node and %u sectors of live data",
+					bch_bucket_name(c, dev, n), w->live_sectors[dev][n]);
+				S.index_bad = true;
+			}
 		}
 	}
 	if (w->nlive)
@@ -898,12 +1067,13 @@ static void check_space(struct bch_cache *c, struct walk *w)
 	for (i = 1; i < w->nlive; i++) {
 		a = &w->live[i - 1];
 		b = &w->live[i];
+		/* locations: a member's sectors never run into the next member's */
 		if (a->ptr + a->size > b->ptr) {
-			problem(&k_data, "live keys (slot %u epoch %u, end %llu) and (slot %u epoch %u, end %llu) share cache sector %llu",
+			problem(&k_data, "live keys (slot %u epoch %u, end %llu) and (slot %u epoch %u, end %llu) share %s",
 				bch_inode_slot(a->inode), bch_inode_epoch(a->inode),
 				(unsigned long long)a->end, bch_inode_slot(b->inode),
 				bch_inode_epoch(b->inode), (unsigned long long)b->end,
-				(unsigned long long)b->ptr);
+				sector_name(bch_ptr_dev(b->ptr), bch_ptr_sector(b->ptr)));
 			S.index_bad = true;
 		}
 	}
@@ -1024,11 +1194,13 @@ static void check_index(struct bch_cache *c)
 		goto out;
 	}
 
-	w.live_sectors = calloc(c->nbuckets, sizeof(*w.live_sectors));
-	w.node = calloc(c->nbuckets, 1);
-	if (!w.live_sectors || !w.node) {
-		w.oom = true;
-		goto out;
+	for (i = 0; i < c->nr_members; i++) {
+		w.live_sectors[i] = calloc(c->members[i]->nbuckets, sizeof(*w.live_sectors[i]));
+		w.node[i] = calloc(c->members[i]->nbuckets, 1);
+		if (!w.live_sectors[i] || !w.node[i]) {
+			w.oom = true;
+			goto out;
+		}
 	}
 	c->arg = &w;
 	c->bad_set = bad_set;
@@ -1070,8 +1242,9 @@ static void check_index(struct bch_cache *c)
 	check_space(c, &w);
 	check_states(c, &w, rp.keys);
 
-	for (n = c->first_bucket; n < c->nbuckets; n++)
-		used += !!w.live_sectors[n];
+	for (i = 0; i < c->nr_members; i++)
+		for (n = c->members[i]->first_bucket; n < c->members[i]->nbuckets; n++)
+			used += !!w.live_sectors[i][n];
 	for (i = 0; i < BCH_KEY_NR_STATES; i++) {
 		if (i == BCH_KEY_LIVE || !w.dead_by[i])
 			continue;
@@ -1087,9 +1260,10 @@ static void check_index(struct bch_cache *c)
 		snprintf(journal, sizeof(journal), "; %s + %llu journal key%s",
 			 bch_sb_has_root(&c->sb) ? "checkpoint" : "no checkpoint",
 			 (unsigned long long)rp.keys, rp.keys == 1 ? "" : "s");
-	info("index: %u level%s, %llu node%s, %zu live keys (%s in %llu bucket%s), %llu dead keys%s%s%s%s",
+	info("index: %u level%s, %llu node%s, %llu live keys (%s in %llu bucket%s), %llu dead keys%s%s%s%s",
 	     bch_btree_depth(&c->b), bch_btree_depth(&c->b) == 1 ? "" : "s",
-	     (unsigned long long)w.nodes, w.nodes == 1 ? "" : "s", w.nlive, sectors,
+	     (unsigned long long)w.nodes, w.nodes == 1 ? "" : "s", (unsigned long long)w.nkeys,
+	     sectors,
 	     (unsigned long long)used, used == 1 ? "" : "s", (unsigned long long)ndead,
 	     len ? " (" : "", dead,
 	     len ? ")" : "", journal);
@@ -1102,6 +1276,10 @@ static void check_index(struct bch_cache *c)
 		     S.csum_keys == 1 ? "its" : "their", S.csum_keys == 1 ? "" : "s", sectors,
 		     (unsigned long long)S.csum_bad, (unsigned long long)S.csum_unreadable,
 		     (unsigned long long)S.csum_none);
+		if (S.several)
+			info("data: %llu cop%s mismatched beside a good copy of the same key",
+			     (unsigned long long)S.csum_bad_copies,
+			     S.csum_bad_copies == 1 ? "y" : "ies");
 	}
 out:
 	if (w.oom) {
@@ -1114,8 +1292,10 @@ out:
 	c->bad_set = NULL;
 	c->arg = NULL;
 	free(w.dead.tab);
-	free(w.live_sectors);
-	free(w.node);
+	for (i = 0; i < BCH_MAX_MEMBERS; i++) {
+		free(w.live_sectors[i]);
+		free(w.node[i]);
+	}
 	free(w.live);
 }
 
@@ -1226,6 +1406,10 @@ static int do_repair(struct bch_cache *c)
 	__le32 tmp;
 	int ret = -1;
 
+	if (S.several) {
+		info("repair: refused: repairing a cache set of several devices is not supported yet; nothing was written");
+		return -1;
+	}
 	if (S.uuid_bad) {
 		info("repair: refused: the UUID table is damaged and no good copy is left; it tells the origins' data apart and cannot be rebuilt, so nothing was written");
 		info("repair: reformatting the cache with make-bcache --wipe loses all cached data, dirty data (written in writeback mode, not yet written back) included, which exists only on this cache: do so only if it holds none (or keep a copy of the device first)");
@@ -1334,6 +1518,41 @@ out:
 	return ret;
 }
 
+/*
+ * Open the @n devices named and make them the set (bch_set_assemble()).
+ * A set of several is opened read-only: its repair is refused.
+ */
+static int open_set(struct bch_cache *c, char **paths, unsigned int n)
+{
+	struct bch_cache *m[BCH_MAX_MEMBERS] = { NULL };
+	unsigned int i;
+	int ret = -1;
+
+	if (n > 1)
+		S.repair_rw = false;
+	for (i = 0; i < n; i++) {
+		m[i] = malloc(sizeof(*m[i]));
+		if (!m[i]) {
+			bch_err("out of memory");
+			goto out;
+		}
+		if (open_cache(m[i], paths[i])) {
+			free(m[i]);
+			m[i] = NULL;
+			goto out;
+		}
+	}
+	ret = bch_set_assemble(c, m, n);
+out:
+	for (i = 0; i < n; i++) {
+		if (m[i]) {
+			bch_cache_close(m[i]);
+			free(m[i]);
+		}
+	}
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -1350,7 +1569,7 @@ int main(int argc, char **argv)
 					      &k_data, &k_csum };
 	struct bch_cache c;
 	const char *path;
-	unsigned int i;
+	unsigned int i, n;
 	bool progress = false;
 	int opt, ret;
 
@@ -1358,6 +1577,7 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'r':
 			S.repair = true;
+			S.repair_rw = true;
 			break;
 		case 'f':
 			S.force = true;
@@ -1382,8 +1602,9 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, PROG ": %s\n", optind == argc ? "no device given" : "too many arguments");
+	n = argc - optind;
+	if (!n || n > BCH_MAX_MEMBERS) {
+		fprintf(stderr, PROG ": %s\n", !n ? "no device given" : "too many devices");
 		usage(stderr);
 		return EXIT_USAGE;
 	}
@@ -1398,21 +1619,32 @@ int main(int argc, char **argv)
 		bch_progress_setup(progress);
 	path = argv[optind];
 
-	if (open_cache(&c, path)) {
+	if (open_set(&c, argv + optind, n)) {
 		if (!S.quiet)
 			fprintf(stderr, PROG ": %s\n", bch_strerror());
 		return EXIT_UNREADABLE;
 	}
-	if (!S.repair && bch_dev_in_use(path))
-		note("%s is in use (by a dm-bcache table?): the check may see metadata change under it",
-		     path);
+	S.several = c.nr_members > 1;
+	for (i = 0; i < n; i++)
+		if (!S.repair_rw && bch_dev_in_use(argv[optind + i]))
+			note("%s is in use (by a dm-bcache table?): the check may see metadata change under it",
+			     argv[optind + i]);
 
 	check_sb(&c);
-	if (bch_cache_read_meta(&c) || check_prio(&c)) {
+	S.other_prio_ok = true;
+	if (bch_set_read_meta(&c)) {
 		if (!S.quiet)
 			fprintf(stderr, PROG ": %s\n", bch_strerror());
 		bch_cache_close(&c);
 		return EXIT_UNREADABLE;
+	}
+	for (i = 0; i < c.nr_members; i++) {
+		if (check_prio(c.members[i])) {
+			if (!S.quiet)
+				fprintf(stderr, PROG ": %s\n", bch_strerror());
+			bch_cache_close(&c);
+			return EXIT_UNREADABLE;
+		}
 	}
 	if (check_uuids(&c) || check_journal(&c)) {
 		if (!S.quiet)
@@ -1425,7 +1657,10 @@ int main(int argc, char **argv)
 		kind_summary(kinds[i]);
 
 	ret = S.errors ? EXIT_PROBLEMS : EXIT_CLEAN;
-	if (!S.quiet)
+	if (!S.quiet && S.several)
+		printf("cache set of %s (%u members): %s\n", c.dev.path, c.nr_members,
+		       S.errors ? "inconsistent" : "consistent");
+	else if (!S.quiet)
 		printf("%s: %s\n", path, S.errors ? "inconsistent" : "consistent");
 	if (S.errors && S.repair)
 		do_repair(&c);

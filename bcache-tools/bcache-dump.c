@@ -6,7 +6,8 @@
  * only.
  *
  * Every line is "kind fields...", lines starting with '#' are comments;
- * the formats are in the man page.
+ * the formats are in the man page. A cache set of several devices is
+ * dumped with every member named: a pointer is then MEMBER:BUCKET+OFFSET.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,8 +22,9 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: " PROG " [--btree] [--journal] [--uuids] [--buckets] [-P] <device>\n"
-		"Print the metadata of a dm-bcache cache device (default: all of it).\n\n"
+		"Usage: " PROG " [--btree] [--journal] [--uuids] [--buckets] [-P] <device> [<device>...]\n"
+		"Print the metadata of a dm-bcache cache device (default: all of it);\n"
+		"of a cache set of several devices, with every member named.\n\n"
 		"  -b, --btree    the index: one line per node and per key\n"
 		"  -j, --journal  the journal: one line per entry and per key\n"
 		"  -u, --uuids    the UUID slots in use\n"
@@ -140,8 +142,9 @@ static bool corrupt_sets;
 /* After a crash a torn set is what the kernel was appending: not corrupt. */
 static void dump_bad_set(struct bch_cache *c, u64 bucket, unsigned int idx, unsigned int level)
 {
-	printf("# index: node in bucket %llu (level %u): set %u %s, its keys are not shown\n",
-	       (unsigned long long)bucket, level, idx,
+	printf("# index: node in %s (level %u): set %u %s, its keys are not shown\n",
+	       bch_bucket_name(c, bch_node_bucket_dev(bucket), bch_node_bucket_nr(bucket)),
+	       level, idx,
 	       c->clean ? "is corrupt" : "is torn (not shut down cleanly)");
 	if (c->clean)
 		corrupt_sets = true;
@@ -151,7 +154,7 @@ static void dump_bad_set(struct bch_cache *c, u64 bucket, unsigned int idx, unsi
 static const char *jkey_refused(struct bch_cache *c, const struct bch_jentry *e, u32 idx)
 {
 	static char word[64];
-	const char *why = bch_jkey_invalid(&c->sb, e, idx);
+	const char *why = bch_set_jkey_invalid(c, e, idx);
 	size_t i;
 
 	if (!why)
@@ -195,7 +198,10 @@ static int64_t print_journal(struct bch_cache *c, bool print, bool *bad)
 		       (unsigned long long)le64toh(sb->journal_pos),
 		       (unsigned long long)le64toh(sb->journal_seq));
 		printf("# jset SEQ RING_SECTOR BUCKET+OFFSET SECTORS NKEYS\n");
-		printf("# jkey SLOT/EPOCH START END BUCKET+OFFSET GEN FLAGS STATE\n");
+		if (c->nr_members > 1)
+			printf("# jkey SLOT/EPOCH START END MEMBER:BUCKET+OFFSET[,...] GEN[,...] FLAGS STATE\n");
+		else
+			printf("# jkey SLOT/EPOCH START END BUCKET+OFFSET GEN FLAGS STATE\n");
 	}
 	while ((r = bch_journal_next(&j, &e)) > 0) {
 		if (print)
@@ -244,6 +250,17 @@ static int64_t print_journal(struct bch_cache *c, bool print, bool *bad)
 	return keys;
 }
 
+/* Does every member's current bucket array pass its checksum? */
+static bool prio_ok(const struct bch_cache *c)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->nr_members; i++)
+		if (!c->members[i]->prio_csum_ok)
+			return false;
+	return true;
+}
+
 /* Load and walk the index; false (with a comment printed) if not possible. */
 static bool walk_index(struct bch_cache *c, struct dump *d, struct bch_replay *rp, bool *bad)
 {
@@ -258,9 +275,9 @@ static bool walk_index(struct bch_cache *c, struct dump *d, struct bch_replay *r
 		printf("# index: none (nothing is cached)\n");
 		return false;
 	}
-	if (!c->prio_csum_ok || !c->uuid_csum_ok) {
+	if (!prio_ok(c) || !c->uuid_csum_ok) {
 		printf("# index: not loaded: the %s fails its checksum\n",
-		       c->prio_csum_ok ? "UUID table" : "bucket array");
+		       prio_ok(c) ? "UUID table" : "bucket array");
 		*bad = true;
 		return false;
 	}
@@ -294,13 +311,35 @@ static bool walk_index(struct bch_cache *c, struct dump *d, struct bch_replay *r
 	return true;
 }
 
+/*
+ * A set of several: every pointer, "MEMBER:BUCKET+OFFSET" comma-separated,
+ * then their gens the same way ("-" for none, as a hole has).
+ */
+static void print_ptrs(struct bch_cache *c, const struct bch_bkey *k)
+{
+	unsigned int i;
+
+	for (i = 0; i < k->nptrs; i++)
+		printf("%s%u:%llu+%llu", i ? "," : "", bch_ptr_dev(k->ptr[i]),
+		       (unsigned long long)(bch_ptr_sector(k->ptr[i]) / c->bucket_size),
+		       (unsigned long long)(bch_ptr_sector(k->ptr[i]) % c->bucket_size));
+	fputs(k->nptrs ? " " : "- ", stdout);
+	for (i = 0; i < k->nptrs; i++)
+		printf("%s%u", i ? "," : "", bch_ptr_gen(k->ptr[i]));
+	fputs(k->nptrs ? " " : "- ", stdout);
+}
+
 static void print_key(struct bch_cache *c, const char *kind, const struct bch_bkey *k,
 		      const char *state)
 {
-	printf("%s %u/%u %llu %llu %llu+%llu %u ", kind, bch_inode_slot(k->inode),
+	printf("%s %u/%u %llu %llu ", kind, bch_inode_slot(k->inode),
 	       bch_inode_epoch(k->inode), (unsigned long long)bch_key_start(k),
-	       (unsigned long long)k->end, (unsigned long long)(bch_key_sector(k) / c->bucket_size),
-	       (unsigned long long)(bch_key_sector(k) % c->bucket_size), bch_key_gen(k));
+	       (unsigned long long)k->end);
+	if (c->nr_members > 1)
+		print_ptrs(c, k);
+	else
+		printf("%llu+%llu %u ", (unsigned long long)(bch_key_sector(k) / c->bucket_size),
+		       (unsigned long long)(bch_key_sector(k) % c->bucket_size), bch_key_gen(k));
 	print_flags(k->flags);
 	printf(" %s\n", state);
 }
@@ -314,17 +353,24 @@ static void print_btree(struct bch_cache *c, struct dump *d, const struct bch_re
 	size_t i, j;
 
 	if (bch_sb_root(&c->sb, &root) && root.size)
-		printf("# index: checkpoint root bucket %llu gen %u level %u",
-		       (unsigned long long)(bch_key_sector(&root) / c->bucket_size),
+		printf("# index: checkpoint root %s gen %u level %u",
+		       bch_bucket_name(c, bch_ptr_dev(root.ptr[0]),
+				       bch_key_sector(&root) / c->bucket_size),
 		       bch_key_gen(&root), le32toh(c->sb.btree_level));
 	else
 		printf("# index: no checkpoint");
 	printf(", %llu journal key(s) replayed; %u level(s), %zu node(s), %zu key(s) (holes not listed)\n",
 	       (unsigned long long)rp->keys, bch_btree_depth(&c->b), d->nnodes, d->nkeys);
-	printf("# node LEVEL BUCKET GEN MAX_SLOT/EPOCH:MAX_END\n");
-	printf("# key SLOT/EPOCH START END BUCKET+OFFSET GEN FLAGS STATE\n");
+	if (c->nr_members > 1) {
+		printf("# node LEVEL MEMBER:BUCKET GEN MAX_SLOT/EPOCH:MAX_END\n");
+		printf("# key SLOT/EPOCH START END MEMBER:BUCKET+OFFSET[,...] GEN[,...] FLAGS STATE\n");
+	} else {
+		printf("# node LEVEL BUCKET GEN MAX_SLOT/EPOCH:MAX_END\n");
+		printf("# key SLOT/EPOCH START END BUCKET+OFFSET GEN FLAGS STATE\n");
+	}
 	for (i = 0; i < d->nnodes; i++) {
 		const struct dnode *n = &d->nodes[i];
+		unsigned int dev = bch_ptr_dev(n->key.ptr[0]);
 		u64 bucket = bch_key_sector(&n->key) / c->bucket_size;
 
 		level = top - depth;
@@ -333,8 +379,11 @@ static void print_btree(struct bch_cache *c, struct dump *d, const struct bch_re
 		/* a parent's last child ends where the parent does */
 		while (!level && depth && !bch_bkey_cmp(&up[depth - 1], &n->key))
 			depth--;
-		if (bch_index_mem_bucket(c, bucket))
+		if (bch_index_mem_bucket(c, bch_node_bucket_id(dev, bucket)))
 			printf("node %u - - ", level);
+		else if (c->nr_members > 1)
+			printf("node %u %u:%llu %u ", level, dev, (unsigned long long)bucket,
+			       bch_key_gen(&n->key));
 		else
 			printf("node %u %llu %u ", level, (unsigned long long)bucket,
 			       bch_key_gen(&n->key));
@@ -409,14 +458,38 @@ static void print_uuids(struct bch_cache *c)
 	printf("# %u slot(s) used now or before, %u never used\n", shown, BCH_UUID_SLOTS - shown);
 }
 
-static int print_buckets(struct bch_cache *c, const struct dump *d, bool have_index)
+/*
+ * Live copies of key @k on member @dev: sectors per bucket into @sectors,
+ * the key's size if it has one (a set of several keeps the same data on
+ * two members: each counts it).
+ */
+static u32 member_copies(const struct bch_cache *set, unsigned int dev,
+			 const struct bch_bkey *k, u32 *sectors)
 {
+	unsigned int i;
+	u32 n = 0;
+
+	for (i = 0; i < k->nptrs; i++) {
+		if (bch_ptr_dev(k->ptr[i]) != dev || bch_ptr_stale(set, k->ptr[i]))
+			continue;
+		sectors[bch_ptr_sector(k->ptr[i]) / set->bucket_size] += k->size;
+		n = k->size;
+	}
+	return n;
+}
+
+/* Member @dev's buckets (@c) of the set @set. */
+static int print_buckets(struct bch_cache *set, unsigned int dev, const struct dump *d,
+			 bool have_index)
+{
+	struct bch_cache *c = set->members[dev];
 	u64 meta = 0, journal = 0, btree = 0, data = 0, free_ = 0, live = 0, i, gens[256] = { 0 };
 	u64 dirty = 0;
 	u64 pmin = U64_MAX, pmax = 0, psum = 0;
 	u32 *sectors = calloc(c->nbuckets, sizeof(*sectors));
 	u8 *node = calloc(c->nbuckets, 1);
 	size_t j;
+	u32 n;
 
 	if (!sectors || !node) {
 		free(sectors);
@@ -425,7 +498,8 @@ static int print_buckets(struct bch_cache *c, const struct dump *d, bool have_in
 		return -1;
 	}
 	for (j = 0; have_index && j < d->nnodes; j++)
-		if (bch_key_sector(&d->nodes[j].key) / c->bucket_size < c->nbuckets)
+		if (bch_ptr_dev(d->nodes[j].key.ptr[0]) == dev &&
+		    bch_key_sector(&d->nodes[j].key) / c->bucket_size < c->nbuckets)
 			node[bch_key_sector(&d->nodes[j].key) / c->bucket_size] = 1;
 	/* checkpoint nodes the replay split away: kept until the next checkpoint */
 	for (i = 0; have_index && c->node_level && i < c->nbuckets; i++)
@@ -434,12 +508,12 @@ static int print_buckets(struct bch_cache *c, const struct dump *d, bool have_in
 	for (j = 0; have_index && j < d->nkeys; j++) {
 		const struct bch_bkey *k = &d->keys[j];
 
-		if (bch_key_state(c, k) == BCH_KEY_LIVE) {
-			sectors[bch_key_sector(k) / c->bucket_size] += k->size;
-			live += k->size;
-			if (k->flags & BCH_KEY_DIRTY)
-				dirty += k->size;
-		}
+		if (bch_key_state(set, k) != BCH_KEY_LIVE)
+			continue;
+		n = member_copies(set, dev, k, sectors);
+		live += n;
+		if (k->flags & BCH_KEY_DIRTY)
+			dirty += n;
 	}
 	for (i = 0; i < c->nbuckets; i++) {
 		gens[c->prio[i].gen]++;
@@ -460,6 +534,8 @@ static int print_buckets(struct bch_cache *c, const struct dump *d, bool have_in
 			free_++;
 		}
 	}
+	if (set->nr_members > 1)
+		printf("member %u %s\n", dev, c->dev.path);
 	printf("# buckets: %llu of %u sectors; bucket array copy %u (current), checksum %s; copy %u (previous), checksum %s\n",
 	       (unsigned long long)c->nbuckets, c->bucket_size, le32toh(c->sb.prio_current),
 	       c->prio_csum_ok ? "ok" : "BAD (contents untrusted)", !le32toh(c->sb.prio_current),
@@ -485,6 +561,36 @@ static int print_buckets(struct bch_cache *c, const struct dump *d, bool have_in
 	return 0;
 }
 
+/* Open the @n devices named and make them the set (bch_set_assemble()). */
+static int open_set(struct bch_cache *c, char **paths, unsigned int n)
+{
+	struct bch_cache *m[BCH_MAX_MEMBERS] = { NULL };
+	unsigned int i;
+	int ret = -1;
+
+	for (i = 0; i < n; i++) {
+		m[i] = malloc(sizeof(*m[i]));
+		if (!m[i]) {
+			bch_err("out of memory");
+			goto out;
+		}
+		if (bch_cache_open(m[i], paths[i], false)) {
+			free(m[i]);
+			m[i] = NULL;
+			goto out;
+		}
+	}
+	ret = bch_set_assemble(c, m, n);
+out:
+	for (i = 0; i < n; i++) {
+		if (m[i]) {
+			bch_cache_close(m[i]);
+			free(m[i]);
+		}
+	}
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -502,6 +608,7 @@ int main(int argc, char **argv)
 	char dev[BCH_UUID_STR_LEN], set[BCH_UUID_STR_LEN];
 	struct dump d = { 0 };
 	struct bch_cache c;
+	unsigned int i, n;
 	int opt;
 
 	while ((opt = getopt_long(argc, argv, "bjuBPh", longopts, NULL)) != -1) {
@@ -529,8 +636,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, PROG ": %s\n", optind == argc ? "no device given" : "too many arguments");
+	n = argc - optind;
+	if (!n || n > BCH_MAX_MEMBERS) {
+		fprintf(stderr, PROG ": %s\n", !n ? "no device given" : "too many devices");
 		usage(stderr);
 		return 2;
 	}
@@ -542,26 +650,29 @@ int main(int argc, char **argv)
 	}
 	bch_progress_setup(progress);
 
-	if (bch_cache_open(&c, argv[optind], false)) {
+	if (open_set(&c, argv + optind, n)) {
 		fprintf(stderr, PROG ": %s\n", bch_strerror());
 		return 3;
 	}
-	/* Its keys may point to the other members: nothing is read. */
-	if (bch_sb_one_member(&c.sb, argv[optind], "dumping")) {
-		fprintf(stderr, PROG ": %s\n", bch_strerror());
-		bch_cache_close(&c);
-		return 3;
-	}
-	if (bch_cache_read_meta(&c)) {
+	if (bch_set_read_meta(&c)) {
 		fprintf(stderr, PROG ": %s\n", bch_strerror());
 		bch_cache_close(&c);
 		return 3;
 	}
-	bch_uuid_format(c.sb.uuid, dev);
-	bch_uuid_format(c.sb.set_uuid, set);
-	printf("# %s: dm-bcache cache %s, cache set %s, %s, seq %llu\n", argv[optind], dev, set,
-	       c.clean ? "clean" : "dirty", (unsigned long long)le64toh(c.sb.seq));
-	if (!c.prio_csum_ok || !c.uuid_csum_ok)
+	for (i = 0; i < c.nr_members; i++) {
+		struct bch_cache *m = c.members[i];
+
+		bch_uuid_format(m->sb.uuid, dev);
+		bch_uuid_format(m->sb.set_uuid, set);
+		printf("# %s: dm-bcache cache %s, cache set %s", m->dev.path, dev, set);
+		if (c.nr_members > 1)
+			printf(", member %u of %u", i, c.nr_members);
+		printf(", %s, seq %llu\n", c.clean ? "clean" : "dirty",
+		       (unsigned long long)le64toh(m->sb.seq));
+		if (!m->prio_csum_ok)
+			bad = true;
+	}
+	if (!c.uuid_csum_ok)
 		bad = true;
 
 	if (btree || buckets)
@@ -572,8 +683,9 @@ int main(int argc, char **argv)
 		print_journal(&c, true, &bad);
 	if (uuids)
 		print_uuids(&c);
-	if (buckets && print_buckets(&c, &d, have_index))
-		bad = true;
+	for (i = 0; buckets && i < c.nr_members; i++)
+		if (print_buckets(&c, i, &d, have_index))
+			bad = true;
 
 	free(d.nodes);
 	free(d.keys);

@@ -7,6 +7,9 @@
  * bucket array, the current UUID table), then loads the index checkpoint
  * with its own btree ops and replays the journal over it, as the kernel
  * does at open; bch_index_io() reads and writes node buckets on the device.
+ * A cache set of several devices is a struct bch_cache per member, member
+ * 0's holding the set (bch_set_assemble()): its superblock, UUID table,
+ * journal and index; each member its own device and bucket array.
  */
 #ifndef _BCACHE_TOOLS_INDEX_H
 #define _BCACHE_TOOLS_INDEX_H
@@ -41,6 +44,16 @@ struct bch_cache {
 	void			(*bad_set)(struct bch_cache *c, u64 bucket,
 					   unsigned int idx, unsigned int level);
 	void			*arg;		/* the tool's */
+	/*
+	 * The set (struct bch_cache is member 0, or the one device of a set
+	 * of one): members[i] is member i, members[0] this one; geom[] as
+	 * the kernel's rules want it. members_ahead: some member's
+	 * superblock is one write ahead of member 0's (a crash between them).
+	 */
+	unsigned int		nr_members;
+	struct bch_cache	*members[BCH_MAX_MEMBERS];
+	struct bch_member_geom	geom[BCH_MAX_MEMBERS];
+	bool			members_ahead;
 	/* nodes made while replaying the journal: memory only, from nbuckets up */
 	u64			mem_next;
 	/*
@@ -102,16 +115,38 @@ static inline size_t bch_uuid_bytes(const struct bch_cache *c)
 
 /* Open @path and load its superblock; -1 with bch_strerror() set. */
 int bch_cache_open(struct bch_cache *c, const char *path, bool rw);
-/* The fields above from c->sb, once the caller validated it. */
+/* The fields above from c->sb, once the caller validated it: a set of one. */
 void bch_cache_sb_fields(struct bch_cache *c);
+/*
+ * Make @c the set of the @n devices @named (opened, superblocks
+ * validated, in any order), by the kernel's rules (bch_members_place()):
+ * every member named once, all of one set, each at the set's last
+ * superblock write. One device that is the only member in use (ACTIVE or
+ * FAILED) is a set of one, as always. On success @c is member 0 and owns
+ * the others (named[] is cleared; free()d if it held member 0); else -1
+ * with bch_strerror() saying why, named[] left to the caller.
+ */
+int bch_set_assemble(struct bch_cache *c, struct bch_cache **named, unsigned int n);
+/* Member @dev of the set, or NULL if it has none. */
+struct bch_cache *bch_member(const struct bch_cache *c, unsigned int dev);
+/* "bucket N", or "member M bucket N" in a set of several (rotating buffers). */
+const char *bch_bucket_name(const struct bch_cache *c, unsigned int dev, u64 nr);
 /* Read the current bucket array and UUID table copies and checksum them. */
 int bch_cache_read_meta(struct bch_cache *c);
+/* ... of every member of the set. */
+int bch_set_read_meta(struct bch_cache *c);
+/* Closes every member of the set. */
 void bch_cache_close(struct bch_cache *c);
 
 /* A whole metadata region into a new buffer (free() it). */
 void *bch_read_region(struct bch_dev *dev, u64 sector, u64 sectors);
 
+/* Is data pointer @p stale (its bucket's gen moved on)? Pointer in range. */
+bool bch_ptr_stale(const struct bch_cache *c, u64 p);
+/* Dead only once every copy is stale (a live key may have one stale copy). */
 enum bch_key_state bch_key_state(const struct bch_cache *c, const struct bch_bkey *k);
+/* bch_jkey_invalid() with the whole set's geometry. */
+const char *bch_set_jkey_invalid(const struct bch_cache *c, const struct bch_jentry *e, u32 i);
 
 /*
  * ops->key_invalid: the kernel's rule for the leaf keys of the nodes it
@@ -129,12 +164,16 @@ const char *bch_index_key_invalid(struct bch_btree *b, const struct bch_bkey *k)
 int bch_index_mem_alloc(struct bch_btree *b, u64 *bucket, u8 *gen);
 void bch_index_mem_free(struct bch_btree *b, u64 bucket);
 
+/* @bucket: a node bucket id (bch_node_bucket_id()); mem ones are member 0's. */
 static inline bool bch_index_mem_bucket(const struct bch_cache *c, u64 bucket)
 {
-	return bucket >= c->nbuckets;
+	return !bch_node_bucket_dev(bucket) && bucket >= c->nbuckets;
 }
 
-/* ops->io for node buckets of c's device (write only if opened rw). */
+/*
+ * ops->io for node buckets (bch_node_bucket_id()) of the set's members'
+ * devices (write only if opened rw).
+ */
 int bch_index_io(struct bch_btree *b, bool write, u64 bucket, u32 offset, void *buf,
 		 u32 sectors);
 /* Set up c->b with @ops (c as priv); then bch_btree_init() or _load(). */

@@ -97,6 +97,30 @@ static int check_journal(const struct bch_sb_disk *sb)
 }
 
 /*
+ * The root of a set of several may be on another member: only what this
+ * superblock knows of it (an ACTIVE member, bucket aligned, within its
+ * bucket count); its member's superblock has the rest of its layout.
+ */
+static int check_root_other(const struct bch_sb_disk *sb, unsigned int dev, uint64_t ptr)
+{
+	uint32_t bucket_size = le32toh(sb->bucket_size);
+	const struct bch_member_disk *m;
+
+	if (dev >= BCH_MAX_MEMBERS || le32toh(sb->version) == 2)
+		return bch_err("btree root is on member %u, which the set does not have", dev);
+	m = &sb->members[dev];
+	if (le32toh(m->state) != BCH_MEMBER_ACTIVE)
+		return bch_err("btree root is on member %u, which is not an active member", dev);
+	if (ptr % bucket_size)
+		return bch_err("btree root at sector %llu of member %u is not bucket aligned",
+			       (unsigned long long)ptr, dev);
+	if (ptr / bucket_size >= le64toh(m->nbuckets))
+		return bch_err("btree root bucket %llu of member %u is past its last bucket",
+			       (unsigned long long)(ptr / bucket_size), dev);
+	return 0;
+}
+
+/*
  * The root (the index checkpoint, whatever BCH_SB_CLEAN says) must point
  * at the start of a data bucket.
  */
@@ -110,10 +134,12 @@ static int check_root(const struct bch_sb_disk *sb)
 		return bch_err("btree root is not a key of this format");
 	if (!k.size)
 		return 0;
-	if (k.nptrs != 1 || bch_ptr_dev(k.ptr[0]))
+	if (k.nptrs != 1)
 		return bch_err("btree root has %u pointers, on member %u", k.nptrs,
 			       bch_ptr_dev(k.ptr[0]));
 	ptr = bch_ptr_sector(k.ptr[0]);
+	if (bch_ptr_dev(k.ptr[0]) != le32toh(sb->dev_idx))
+		return check_root_other(sb, bch_ptr_dev(k.ptr[0]), ptr);
 	b = ptr / bucket_size;
 	if (ptr % bucket_size)
 		return bch_err("btree root at sector %llu is not bucket aligned",

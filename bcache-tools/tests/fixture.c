@@ -72,6 +72,22 @@
  *   Prints "jset SEQ POS SECTORS NKEYS" per entry. Slot 0 is made valid
  *   (origin_uuid FIXTURE_UUID) if it is not.
  *
+ *   fixture set FILE0 FILE1 [OPT...]
+ *                                 an index for slot 0 on a set of two
+ *                                 (make-bcache FILE0 FILE1), data written
+ *                                 and checksummed, nodes on member 0:
+ *                                 origin 0-8 dirty with copies on member
+ *                                 0 (first data bucket) and member 1
+ *                                 (its first data bucket), 8-16 clean on
+ *                                 member 1 only, 16-24 dirty, two copies
+ *                                 (8 sectors on in both buckets); both
+ *                                 superblocks written at one seq
+ *     stale1     bump member 1's gen of its first data bucket (the
+ *                copies there stale: the keys live through member 0's)
+ *     behind     member 1's superblock a write behind member 0's
+ *     ahead      member 1's superblock a write ahead (a crash between)
+ *     nodes1     the index nodes on member 1 (from its last bucket down)
+ *
  *   fixture origin FILE ORIGIN [slot=S] [fpwriting]
  *                                 slot S (default 0, which must be valid)
  *                                 records ORIGIN as the kernel does at
@@ -114,22 +130,29 @@ static int die(const char *msg)
 	exit(1);
 }
 
+static unsigned int node_dev;	/* the member nodes go to (fixture set) */
+
 static int fx_alloc(struct bch_btree *b, u64 *bucket, u8 *gen)
 {
+	struct bch_cache *m = bch_member(&c, node_dev);
+
 	(void)b;
 	if (next_node <= node_limit)
 		return -ENOSPC;
-	*bucket = next_node--;
-	*gen = c.prio[*bucket].gen;
-	c.prio[*bucket].prio = htole16(U16_MAX);
+	*gen = m->prio[next_node].gen;
+	m->prio[next_node].prio = htole16(U16_MAX);
+	*bucket = bch_node_bucket_id(node_dev, next_node--);
 	return 0;
 }
 
 static void fx_free(struct bch_btree *b, u64 bucket)
 {
+	struct bch_cache *m = bch_member(&c, bch_node_bucket_dev(bucket));
+
 	(void)b;
-	c.prio[bucket].gen++;		/* as bch_bucket_invalidate() */
-	c.prio[bucket].prio = 0;
+	bucket = bch_node_bucket_nr(bucket);
+	m->prio[bucket].gen++;		/* as bch_bucket_invalidate() */
+	m->prio[bucket].prio = 0;
 }
 
 static const struct bch_btree_ops fx_ops = {
@@ -358,6 +381,133 @@ static int do_index(int argc, char **argv)
 	printf("root %llu level %u nodes %llu\n",
 	       (unsigned long long)(bch_key_sector(&root) / c.bucket_size), level,
 	       (unsigned long long)bch_btree_nodes(&c.b));
+	return 0;
+}
+
+/* Member @m's metadata, with the set's fields of member 0's (c.sb), seq + @dseq. */
+static void write_member_meta(struct bch_cache *m, int dseq)
+{
+	struct bch_sb_disk *sb = &m->sb;
+	u64 prio = le64toh(sb->prio_offset[le32toh(sb->prio_current)]);
+	/* its own layout (members differ in size), member 0's current copy */
+	u64 uuid = le64toh(sb->uuid_offset[le32toh(c.sb.uuid_current)]);
+
+	if (bch_pwrite_all(&m->dev, m->prio, bch_prio_bytes(m), prio << BCH_SECTOR_SHIFT) ||
+	    bch_pwrite_all(&m->dev, c.uuids, bch_uuid_bytes(m), uuid << BCH_SECTOR_SHIFT))
+		die(bch_strerror());
+	sb->prio_csum = htole32(bch_csum(m->prio, bch_prio_bytes(m)));
+	/* as the kernel's bch_sb_set_fields() */
+	sb->flags = c.sb.flags;
+	sb->seq = htole64(le64toh(c.sb.seq) + dseq);
+	sb->last_attach = c.sb.last_attach;
+	sb->btree_root = c.sb.btree_root;
+	sb->btree_level = c.sb.btree_level;
+	sb->btree_root3 = c.sb.btree_root3;
+	sb->uuid_current = c.sb.uuid_current;
+	sb->uuid_csum = c.sb.uuid_csum;
+	sb->uuid_csum_other = c.sb.uuid_csum_other;
+	sb->state_seq = c.sb.state_seq;
+	memcpy(sb->members, c.sb.members, sizeof(sb->members));
+	sb->csum = htole32(bch_sb_csum(sb));
+	if (bch_pwrite_all(&m->dev, sb, sizeof(*sb), BCH_SB_OFFSET) || bch_dev_sync(&m->dev))
+		die(bch_strerror());
+}
+
+/* A key of slot 0 epoch 1, its data (8 sectors) at each of its copies. */
+static void set_key(struct bch_cache *m1, u64 end, bool dirty, const u64 *ptr,
+		    unsigned int nptrs)
+{
+	static u8 buf[8 << BCH_SECTOR_SHIFT];
+	struct bch_cache *m;
+	struct bch_bkey k = { 0 };
+	unsigned int i;
+	size_t j;
+
+	for (j = 0; j < sizeof(buf); j++)
+		buf[j] = fx_pattern(end * 8 + (j >> BCH_SECTOR_SHIFT), j & (BCH_SECTOR_SIZE - 1));
+	k.inode = 1 << BCH_INODE_SLOT_BITS;
+	k.size = 8;
+	k.end = end;
+	k.flags = BCH_KEY_CSUM | (dirty ? BCH_KEY_DIRTY : 0);
+	k.csum = bch_csum(buf, sizeof(buf));
+	k.csum_sectors = 8;
+	k.nptrs = nptrs;
+	for (i = 0; i < nptrs; i++) {
+		m = bch_ptr_dev(ptr[i]) ? m1 : &c;
+		k.ptr[i] = bch_ptr(bch_ptr_dev(ptr[i]),
+				   m->prio[bch_ptr_sector(ptr[i]) / m->bucket_size].gen,
+				   bch_ptr_sector(ptr[i]));
+		if (bch_pwrite_all(&m->dev, buf, sizeof(buf),
+				   bch_ptr_sector(ptr[i]) << BCH_SECTOR_SHIFT))
+			die(bch_strerror());
+	}
+	fx_insert(&k);
+}
+
+static int do_set(int argc, char **argv)
+{
+	static struct bch_cache m1;
+	bool stale1 = false;
+	struct bch_bkey root;
+	unsigned int level;
+	int a, dseq = 0;
+	u64 d0, d1, p[2];
+
+	for (a = 2; a < argc; a++) {
+		if (!strcmp(argv[a], "stale1"))
+			stale1 = true;
+		else if (!strcmp(argv[a], "behind"))
+			dseq = -1;
+		else if (!strcmp(argv[a], "ahead"))
+			dseq = 1;
+		else if (!strcmp(argv[a], "nodes1"))
+			node_dev = 1;
+		else
+			die("unknown option");
+	}
+	if (bch_cache_open(&c, argv[0], true) || bch_cache_read_meta(&c) ||
+	    bch_cache_open(&m1, argv[1], true) || bch_cache_read_meta(&m1))
+		die(bch_strerror());
+	if (le32toh(c.sb.version) != 3 || le32toh(c.sb.dev_idx) || le32toh(m1.sb.dev_idx) != 1)
+		die("set: FILE0 and FILE1 must be members 0 and 1 of a version 3 set");
+	d0 = data_first() * c.bucket_size;
+	d1 = (le64toh(m1.sb.journal_first) == m1.first_bucket ?
+	      m1.first_bucket + le32toh(m1.sb.journal_buckets) : m1.first_bucket) * m1.bucket_size;
+	/* the set, for node IO on either member (bch_index_io()) */
+	c.members[1] = &m1;
+	bch_sb_geom(&m1.sb, &c.geom[1]);
+	c.nr_members = 2;
+	node_limit = data_first() + 1;
+	next_node = bch_member(&c, node_dev)->nbuckets - 1;
+
+	set_slot(0, FIXTURE_UUID);
+	bch_index_setup(&c, &fx_ops);
+	if (bch_btree_init(&c.b))
+		die("btree init failed");
+	p[0] = bch_ptr(0, 0, d0);
+	p[1] = bch_ptr(1, 0, d1);
+	set_key(&m1, 8, true, p, 2);
+	p[0] = bch_ptr(1, 0, d1 + m1.bucket_size);
+	set_key(&m1, 16, false, p, 1);
+	p[0] = bch_ptr(1, 0, d1 + 8);
+	p[1] = bch_ptr(0, 0, d0 + 8);
+	set_key(&m1, 24, true, p, 2);
+	fx_flush();
+	if (stale1)
+		m1.prio[d1 / m1.bucket_size].gen++;
+
+	bch_btree_root(&c.b, &root, &level);
+	bch_sb_set_root(&c.sb, &root);
+	c.sb.btree_level = htole32(level);
+	c.sb.flags = htole64(BCH_SB_CLEAN);
+	write_meta();
+	write_member_meta(&m1, dseq);
+	printf("root %u:%llu level %u data %llu %llu\n", bch_ptr_dev(root.ptr[0]),
+	       (unsigned long long)(bch_key_sector(&root) / c.bucket_size), level,
+	       (unsigned long long)(d0 / c.bucket_size), (unsigned long long)(d1 / m1.bucket_size));
+	c.nr_members = 1;	/* m1 is not the set's to free */
+	bch_cache_close(&m1);
+	bch_cache_close(&c);
 	return 0;
 }
 
@@ -658,9 +808,11 @@ int main(int argc, char **argv)
 	int i;
 
 	if (argc < 3)
-		die("usage: fixture slots FILE UUID... | index FILE [OPT...] | journal FILE [ENTRY...] | flip FILE OFFSET | sb FILE EDIT... | bucket FILE B FLAGS | uuidcsum FILE | origin FILE ORIGIN [OPT...]");
+		die("usage: fixture slots FILE UUID... | index FILE [OPT...] | journal FILE [ENTRY...] | flip FILE OFFSET | sb FILE EDIT... | bucket FILE B FLAGS | uuidcsum FILE | origin FILE ORIGIN [OPT...] | set FILE0 FILE1 [OPT...]");
 	if (!strcmp(argv[1], "flip") && argc == 4)
 		return do_flip(argv[2], argv[3]);
+	if (!strcmp(argv[1], "set") && argc >= 4)
+		return do_set(argc - 2, argv + 2);
 	if (bch_cache_open(&c, argv[2], true) || bch_cache_read_meta(&c))
 		die(bch_strerror());
 	if (!strcmp(argv[1], "slots")) {

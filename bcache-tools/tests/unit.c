@@ -864,7 +864,7 @@ static void test_set_format(void)
 	/* neither member can be read alone: their keys may point to the other */
 	for (i = 0; i < 2; i++) {
 		snprintf(want, sizeof(want),
-			 "bcache-check: %s is member %u of a set of 2 members: checking a set of several devices is not supported yet\n",
+			 "bcache-check: %s is member %u of a set of 2 members: 1 member is missing: name every member of the set\n",
 			 p[i], i);
 		rc = run("bcache-check", p[i], NULL);
 		if (!check(rc == 3 && !strcmp(err, want) && !out[0],
@@ -878,9 +878,17 @@ static void test_set_format(void)
 	      "bcache-check --repair on a member of a set of 2: exit 3");
 	check(run("bcache-dump", p[0], NULL) == 3 && !out[0] &&
 	      has(err, "bcache-dump: ") &&
-	      has(err, "is member 0 of a set of 2 members: dumping a set") &&
-	      has(err, "set of several devices is not supported yet\n"),
+	      has(err, "is member 0 of a set of 2 members: 1 member is missing"),
 	      "bcache-dump on a member of a set of 2: exit 3, refused");
+	/* both named, in any order: the set */
+	check(run("bcache-check", p[1], p[0], NULL) == 0 &&
+	      has(out, "cache set: 2 members, all named") && has(out, ": consistent\n"),
+	      "bcache-check on both members of a set of 2: exit 0");
+	check(run("bcache-dump", p[0], p[1], NULL) == 0 && has(out, "member 1 of 2"),
+	      "bcache-dump on both members of a set of 2: exit 0");
+	check(run("bcache-check", "--repair", p[0], p[1], NULL) == 0 &&
+	      has(out, "consistent"),
+	      "bcache-check --repair on a consistent set of 2: nothing to repair, exit 0");
 
 	/* one member left in use (the other removed): a set of one again */
 	read_sb(p[1], &sb[1]);
@@ -896,7 +904,8 @@ static void test_set_format(void)
 	sb[1].members[0].state = htole32(BCH_MEMBER_FAILED);
 	write_sb(p[1], &sb[1]);
 	check(run("bcache-check", p[1], NULL) == 3 &&
-	      has(err, "is member 1 of a set of 2 members: checking"),
+	      has(err,
+		  "is member 1 of a set of 2 members: a set with a failed member is not supported"),
 	      "bcache-check on a member whose other member is FAILED: refused");
 	check(run("bcache-super-show", p[1], NULL) == 0 &&
 	      has(out, "member.0.state\tfailed\n"),

@@ -85,7 +85,8 @@ fresh c
 run 2 "no device: usage error" bcache-check
 has "usage printed" "^Usage: bcache-check"
 run 2 "unknown option" bcache-check --frobnicate c
-run 2 "two devices" bcache-check c c
+run 3 "a device named twice" bcache-check c c
+has "named twice: refused" "both member 0 of the set \\(a device named twice\\?\\)"
 run 0 "--help" bcache-check --help
 has "--help names the exit codes" "3 unreadable"
 run 3 "missing device" bcache-check nonexistent
@@ -788,6 +789,89 @@ has "probe: clean error" "cannot open nonexistent"
 run 0 "probe, human form" probe-bcache lab
 has "probe: one line" "^lab: dm-bcache cache device $dev_uuid, cache set "
 run 2 "probe: usage" probe-bcache
+
+# --- a cache set of two members (version 3) -------------------------------
+if [ "$V" = 3 ]; then
+	# fixture set: slot 0's 0-8 and 16-24 dirty with copies on both
+	# members (data bucket 5 of each), 8-16 clean on member 1's bucket 6
+	set2() { # set2 NAME [fixture set options]: NAME0, NAME1
+		local n=$1
+		shift
+		rm -f "${n}0" "${n}1"
+		if ! truncate -s 64M "${n}0" "${n}1" ||
+		   ! make-bcache -q "${n}0" "${n}1" >/dev/null ||
+		   ! fixture set "${n}0" "${n}1" "$@" >/dev/null; then
+			bad "set2 $n"
+			exit 1
+		fi
+	}
+	set2 m
+	run 0 "set: check of both members" bcache-check m0 m1
+	has "set: each member's superblock" "^member 1: superblock: ok: version 3"
+	has "set: assembled" "^cache set: 2 members, all named"
+	has "set: three live keys, once each" "^index: 1 level, 1 node, 3 live keys \(12 KiB in 3 buckets\), 0 dead keys"
+	has "set: dirty counted once per key" "^dirty: 16 sectors \(8 KiB\) in total, in 1 slot$"
+	has "set: consistent" "^cache set of m0 \(2 members\): consistent$"
+	run 0 "set: members named in any order" bcache-check -d m1 m0
+	has "set: --data reads each copy" "^data: 3 keys verified against their checksums \(20 KiB read\), 0 mismatched"
+	run 3 "set: one member alone is refused" bcache-check m0
+	has "set: names what is missing" "m0 is member 0 of a set of 2 members: 1 member is missing: name every member"
+	run 3 "set: the other alone too" bcache-dump m1
+	has "set: dump names what is missing" "m1 is member 1 of a set of 2 members: 1 member is missing"
+	run 3 "set: a member named twice" bcache-check m0 m1 m1
+	has "set: named twice" "m1 and m1 are both member 1 of the set"
+	run 3 "set: a member of another set" bcache-check m0 c
+	has "set: different sets" "devices of different cache sets"
+
+	run 0 "set: dump of both" bcache-dump --btree m0 m1
+	has "set: dump header names the member" "^# m1: dm-bcache cache .*, member 1 of 2, clean"
+	has "set: dump prints both pointers" "^key 0/1 0 8 0:5\+0,1:5\+0 0,0 dirty,csum live$"
+	has "set: dump prints a one-copy key" "^key 0/1 8 16 1:6\+0 0 csum live$"
+	has "set: dump prints the node's member" "^node 0 0:127 0 "
+	run 0 "set: dump of the buckets" bcache-dump --buckets m1 m0
+	has "set: buckets per member" "^member 1 m1$"
+
+	# a byte of member 1's copy of 0-8: the key stands on member 0's
+	cp --sparse=always m0 b0 && cp --sparse=always m1 b1 &&
+		fixture flip b1 $((5 * BUCKET + 100))
+	run 0 "set: a bad copy is not seen without --data" bcache-check b0 b1
+	run 1 "set: --data finds the bad copy" bcache-check -d b0 b1
+	has "set: the bad copy named with its member" "^error: index key \(slot 0 epoch 1, sectors 0-8\): its copy on member 1: data checksum .*: the other copy is good, the key's data stands$"
+	has "set: the key's data still good" "^data: 3 keys verified .*, 0 mismatched"
+	has "set: the bad copy counted" "^data: 1 copy mismatched beside a good copy"
+	run 1 "set: --repair is refused on a set" bcache-check -d -r b0 b1
+	has "set: repair refusal" "^repair: refused: repairing a cache set of several devices is not supported yet; nothing was written$"
+	fixture flip b0 $((5 * BUCKET + 100))
+	run 1 "set: both copies bad" bcache-check -d b0 b1
+	has "set: no good copy left" "its copy on member 0: .*: no good copy is left$"
+	has "set: the key counted as mismatched" "^data: 3 keys verified .*, 1 mismatched"
+
+	set2 st stale1
+	run 0 "set: a stale copy of a live key (after a crash) is skipped" bcache-check -d st0 st1
+	has "set: the keys stay live" "3 live keys"
+	has "set: the stale copies are not read" "^data: 3 keys verified against their checksums \(12 KiB read\), 0 mismatched"
+	run 0 "set: dump with a stale copy" bcache-dump --btree st0 st1
+	has "set: dump shows the stale copy's gen" "^key 0/1 0 8 0:5\+0,1:5\+0 0,0 dirty,csum live$"
+
+	# the index node on member 1: its pointer leads to member 1's device
+	set2 n1 nodes1
+	run 0 "set: index node on member 1" bcache-check -d n10 n11
+	has "set: its keys read from member 1's node" "^index: 1 level, 1 node, 3 live keys"
+	run 0 "set: dump of a node on member 1" bcache-dump --btree n10 n11
+	has "set: the root named with its member" "^# index: checkpoint root member 1 bucket 127 gen 0 level 0"
+	has "set: the node's member" "^node 0 1:127 0 "
+	cp --sparse=always n10 nb0 && cp --sparse=always n11 nb1 &&
+		fixture flip nb1 $((127 * BUCKET + 100))
+	run 1 "set: a corrupt node on member 1" bcache-check nb0 nb1
+	has "set: the bad node named with its member" "^error: index: cannot be loaded: bad node at level 0 in member 1 bucket 127"
+
+	set2 bh behind
+	run 3 "set: a member behind the set's last superblock write" bcache-check bh0 bh1
+	has "set: not at the last write" "bh1 \(member 1, superblock seq 1\) is not at its set's last superblock write"
+	set2 ah ahead
+	run 0 "set: a member one write ahead (a crash between the two)" bcache-check ah1 ah0
+	has "set: ahead noted" "^note: cache set: a member's superblock is one write ahead of member 0's"
+fi
 
 # --- the udev rule: syntax only (no udev here) -----------------------------
 rules=$DMB_TOP/udev/69-dm-bcache.rules

@@ -68,6 +68,7 @@ used2=$(dmb_stat c buckets | cut -d/ -f1)
 info "buckets used: $used written back, $used2 after gc"
 check "the second copies' buckets freed" test $((used - used2)) -ge 90
 check "remove" dmb_remove c
+check "bcache-check of the set, every copy read" bcache-check -q --data "$c1" "$c2" "$c0"
 
 check "open again, members in another order" dmb_create c "$c2,$c0,$c1" "$origin" \
 	origin_uuid $A

@@ -34,6 +34,11 @@ dmb_load
 if [ "$BOOT" = 2 ]; then
 	# Version 2: boot 1 formatted nothing.
 	bcache-super-show "$c0" >/dev/null 2>&1 || exit 0
+	check "bcache-check of the set after the crash, every copy read" \
+		bcache-check -q --data "$c1" "$c0"
+	check "bcache-dump: dirty keys with a copy on each member" sh -c \
+		"bcache-dump --btree '$c0' '$c1' | grep -Eq '^key .* [01]:[0-9]+\+[0-9]+,[01]:[0-9]+\+[0-9]+ [0-9]+,[0-9]+ dirty'"
+	check_fails "bcache-check of member 0 alone refused" bcache-check -q "$c0"
 	check "after the crash: the set opens, members in the other order" \
 		dmb_create c "$c1,$c0" "$origin" origin_uuid $A cache_mode writeback
 	check "the crash was unclean" dmesg_has "not shut down cleanly"
