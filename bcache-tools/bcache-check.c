@@ -1518,39 +1518,12 @@ out:
 	return ret;
 }
 
-/*
- * Open the @n devices named and make them the set (bch_set_assemble()).
- * A set of several is opened read-only: its repair is refused.
- */
+/* Open the @n devices named and make them the set; a set is only read. */
 static int open_set(struct bch_cache *c, char **paths, unsigned int n)
 {
-	struct bch_cache *m[BCH_MAX_MEMBERS] = { NULL };
-	unsigned int i;
-	int ret = -1;
-
 	if (n > 1)
 		S.repair_rw = false;
-	for (i = 0; i < n; i++) {
-		m[i] = malloc(sizeof(*m[i]));
-		if (!m[i]) {
-			bch_err("out of memory");
-			goto out;
-		}
-		if (open_cache(m[i], paths[i])) {
-			free(m[i]);
-			m[i] = NULL;
-			goto out;
-		}
-	}
-	ret = bch_set_assemble(c, m, n);
-out:
-	for (i = 0; i < n; i++) {
-		if (m[i]) {
-			bch_cache_close(m[i]);
-			free(m[i]);
-		}
-	}
-	return ret;
+	return bch_set_open(c, paths, n, open_cache);
 }
 
 int main(int argc, char **argv)

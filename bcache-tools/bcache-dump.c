@@ -561,34 +561,10 @@ static int print_buckets(struct bch_cache *set, unsigned int dev, const struct d
 	return 0;
 }
 
-/* Open the @n devices named and make them the set (bch_set_assemble()). */
-static int open_set(struct bch_cache *c, char **paths, unsigned int n)
+/* A member opened read-only (bch_set_open()). */
+static int open_member(struct bch_cache *m, const char *path)
 {
-	struct bch_cache *m[BCH_MAX_MEMBERS] = { NULL };
-	unsigned int i;
-	int ret = -1;
-
-	for (i = 0; i < n; i++) {
-		m[i] = malloc(sizeof(*m[i]));
-		if (!m[i]) {
-			bch_err("out of memory");
-			goto out;
-		}
-		if (bch_cache_open(m[i], paths[i], false)) {
-			free(m[i]);
-			m[i] = NULL;
-			goto out;
-		}
-	}
-	ret = bch_set_assemble(c, m, n);
-out:
-	for (i = 0; i < n; i++) {
-		if (m[i]) {
-			bch_cache_close(m[i]);
-			free(m[i]);
-		}
-	}
-	return ret;
+	return bch_cache_open(m, path, false);
 }
 
 int main(int argc, char **argv)
@@ -650,7 +626,7 @@ int main(int argc, char **argv)
 	}
 	bch_progress_setup(progress);
 
-	if (open_set(&c, argv + optind, n)) {
+	if (bch_set_open(&c, argv + optind, n, open_member)) {
 		fprintf(stderr, PROG ": %s\n", bch_strerror());
 		return 3;
 	}

@@ -637,3 +637,35 @@ out:
 	bch_journal_close(&j);
 	return ret;
 }
+
+int bch_set_open(struct bch_cache *c, char **paths, unsigned int n,
+		 int (*open)(struct bch_cache *m, const char *path))
+{
+	struct bch_cache *m[BCH_MAX_MEMBERS] = { NULL };
+	unsigned int i;
+	int ret = -1;
+
+	if (n > BCH_MAX_MEMBERS)
+		return bch_err("a cache set has at most %u members", BCH_MAX_MEMBERS);
+	for (i = 0; i < n; i++) {
+		m[i] = malloc(sizeof(*m[i]));
+		if (!m[i]) {
+			bch_err("out of memory");
+			goto out;
+		}
+		if (open(m[i], paths[i])) {
+			free(m[i]);
+			m[i] = NULL;
+			goto out;
+		}
+	}
+	ret = bch_set_assemble(c, m, n);
+out:
+	for (i = 0; i < n; i++) {
+		if (m[i]) {
+			bch_cache_close(m[i]);
+			free(m[i]);
+		}
+	}
+	return ret;
+}

@@ -127,6 +127,13 @@ void bch_cache_sb_fields(struct bch_cache *c);
  * with bch_strerror() saying why, named[] left to the caller.
  */
 int bch_set_assemble(struct bch_cache *c, struct bch_cache **named, unsigned int n);
+/*
+ * Open the @n devices at @paths with @open (each a struct bch_cache of
+ * its own), then bch_set_assemble() them into @c; 0 or -1. The members'
+ * handles that @c does not own are closed either way.
+ */
+int bch_set_open(struct bch_cache *c, char **paths, unsigned int n,
+		 int (*open)(struct bch_cache *m, const char *path));
 /* Member @dev of the set, or NULL if it has none. */
 struct bch_cache *bch_member(const struct bch_cache *c, unsigned int dev);
 /* "bucket N", or "member M bucket N" in a set of several (rotating buffers). */

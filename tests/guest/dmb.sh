@@ -6,6 +6,8 @@
 #                                origin; OPT are the optional args
 #   dmb_stat NAME FIELD          one status field by name (Documentation/dm-bcache.rst)
 #   dmb_tunable NAME KEY         one tunable from the status line
+#   dmb_data_layout DEV          bucket bytes and first data bucket of a cache device
+#   dmb_data_bytes DEV           non-zero bytes in its data buckets
 #   dmb_remove NAME              remove and refresh /dev/mapper
 #   dmb_settle NAME              wait until no checkpoint comes for a second
 #   dmesg_has TEXT               the kernel log mentions TEXT
@@ -65,6 +67,25 @@ dmb_stat() {
 	done
 	echo "dmb_stat: no field $2" >&2
 	return 1
+}
+
+# dmb_data_layout DEV: "<bucket bytes> <first data bucket>" of cache
+# device DEV (its data buckets follow the journal).
+dmb_data_layout() {
+	local show first n bsz
+	show=$(bcache-super-show "$1") || return 1
+	bsz=$(echo "$show" | awk -F'\t' '$1 == "bucket_size" { print $2 }' | cut -d' ' -f1)
+	first=$(echo "$show" | awk -F'\t' '$1 == "sb.journal_first" { print $2 }')
+	n=$(echo "$show" | awk -F'\t' '$1 == "sb.journal_buckets" { print $2 }')
+	echo "$bsz $((first + n))"
+}
+
+# dmb_data_bytes DEV: bytes other than zero in DEV's data buckets (of a
+# disk that started zeroed: make-bcache writes nothing past the journal).
+dmb_data_bytes() {
+	# shellcheck disable=SC2046 # its two words
+	set -- "$1" $(dmb_data_layout "$1")
+	dd if="$1" bs="$2" skip="$3" iflag=direct 2>/dev/null | tr -d '\000' | wc -c
 }
 
 dmb_tunable() {

@@ -21,26 +21,13 @@ A=5e750000-0000-4e75-8e75-5e75e75e7001
 MiB=1048576
 sz1=$(blockdev --getsz "$c1")
 
-# Bytes written into member DEV's data buckets (the disks start zeroed and
-# make-bcache writes nothing past the journal).
-data_bytes() {
-	local show first n bsz
-	show=$(bcache-super-show "$1")
-	bsz=$(echo "$show" | awk -F'\t' '$1 == "bucket_size" { print $2 }' | cut -d' ' -f1)
-	first=$(echo "$show" | awk -F'\t' '$1 == "sb.journal_first" { print $2 }')
-	n=$(echo "$show" | awk -F'\t' '$1 == "sb.journal_buckets" { print $2 }')
-	dd if="$1" bs="$bsz" skip=$((first + n)) iflag=direct 2>/dev/null | tr -d '\000' | wc -c
-}
 
 # zero_data DEV: zeros over member DEV's data buckets, under the set.
 zero_data() {
-	local show first n bsz
-	show=$(bcache-super-show "$1")
-	bsz=$(echo "$show" | awk -F'\t' '$1 == "bucket_size" { print $2 }' | cut -d' ' -f1)
-	first=$(echo "$show" | awk -F'\t' '$1 == "sb.journal_first" { print $2 }')
-	n=$(echo "$show" | awk -F'\t' '$1 == "sb.journal_buckets" { print $2 }')
-	dd if=/dev/zero of="$1" bs="$bsz" seek=$((first + n)) oflag=direct 2>/dev/null
-	[ "$(data_bytes "$1")" = 0 ]
+	# shellcheck disable=SC2046 # its two words
+	set -- "$1" $(dmb_data_layout "$1")
+	dd if=/dev/zero of="$1" bs="$2" seek="$3" oflag=direct 2>/dev/null
+	[ "$(dmb_data_bytes "$1")" = 0 ]
 }
 
 # member1 TABLE: member 1's device now maps TABLE, under a running set.
@@ -82,7 +69,7 @@ info "buckets used: $used0 before, $used after (128 KiB each)"
 # One copy is 128 buckets; two are 256, less the open buckets' rest.
 check "the set holds two copies" test $((used - used0)) -ge 250
 check "they read back" verify 0 16 1
-d1=$(data_bytes "$c1")
+d1=$(dmb_data_bytes "$c1")
 info "data bytes on member 1: $d1"
 # Without mirroring, member 1 would hold about half.
 check "member 1 holds a copy of every write" test "$d1" -gt $((15 * MiB))

@@ -14,16 +14,6 @@ origin=$(disk origin)
 A=5e750000-0000-4e75-8e75-5e75e75e7003
 MiB=1048576
 
-# Bytes written into member DEV's data buckets (the disks start zeroed and
-# make-bcache writes nothing past the journal).
-data_bytes() {
-	local show first n bsz
-	show=$(bcache-super-show "$1")
-	bsz=$(echo "$show" | awk -F'\t' '$1 == "bucket_size" { print $2 }' | cut -d' ' -f1)
-	first=$(echo "$show" | awk -F'\t' '$1 == "sb.journal_first" { print $2 }')
-	n=$(echo "$show" | awk -F'\t' '$1 == "sb.journal_buckets" { print $2 }')
-	dd if="$1" bs="$bsz" skip=$((first + n)) iflag=direct 2>/dev/null | tr -d '\000' | wc -c
-}
 
 dmb_load
 if ! make-bcache -q -b 128k "$c0" "$c1" "$c2" 2>/tmp/mk; then
@@ -49,7 +39,7 @@ info "buckets used: $used0 before the dirty writes, $used after (128 KiB each)"
 # One copy is 96 buckets; two are 192, less the open buckets' rest.
 check "two copies of each" test $((used - used0)) -ge 185
 for d in "$c0" "$c1" "$c2"; do
-	b=$(data_bytes "$d")
+	b=$(dmb_data_bytes "$d")
 	info "data bytes on $d: $b"
 	# 24 MiB of copies over three members, and clean data besides.
 	check "member $d holds its share" test "$b" -gt $((8 * MiB))

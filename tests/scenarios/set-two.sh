@@ -19,16 +19,6 @@ A=5e750000-0000-4e75-8e75-5e75e75e75e7
 B=5e750000-0000-4e75-8e75-000000000002
 MiB=1048576
 
-# Bytes written into member DEV's data buckets (the disks start zeroed and
-# make-bcache writes nothing past the journal).
-data_bytes() {
-	local show first n bsz
-	show=$(bcache-super-show "$1")
-	bsz=$(echo "$show" | awk -F'\t' '$1 == "bucket_size" { print $2 }' | cut -d' ' -f1)
-	first=$(echo "$show" | awk -F'\t' '$1 == "sb.journal_first" { print $2 }')
-	n=$(echo "$show" | awk -F'\t' '$1 == "sb.journal_buckets" { print $2 }')
-	dd if="$1" bs="$bsz" skip=$((first + n)) iflag=direct 2>/dev/null | tr -d '\000' | wc -c
-}
 
 dmb_load
 if [ "$BOOT" = 2 ]; then
@@ -109,8 +99,8 @@ check "the second origin fills too" fio --name=io --filename=/dev/mapper/d --dir
 	--rw=read --bs=64k --size=16M --output=/tmp/io2
 check "remove the second table" dmb_remove d
 check "remove" dmb_remove c
-d0=$(data_bytes "$c0")
-d1=$(data_bytes "$c1")
+d0=$(dmb_data_bytes "$c0")
+d1=$(dmb_data_bytes "$c1")
 info "data bytes on member 0: $d0, on member 1: $d1"
 check "member 0 holds data" test "$d0" -gt $((8 * MiB))
 check "member 1 holds data" test "$d1" -gt $((8 * MiB))
