@@ -592,6 +592,26 @@ static void bch_copy_failed(struct bch_target *bt, struct bch_io *io,
 	bch_index_drop_copy(set, io->inode, sector, sectors, ptr, gen);
 }
 
+/* A dirty piece's copy failed: its other, once the bio is looked up again. */
+static void bch_piece_copy_failed(struct bch_piece *p)
+{
+	struct bio *bio = p->bio.bi_private;
+	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
+
+	/* p->ptr + p->front: where the piece's key starts, also for a bounce */
+	bch_copy_failed(io->bt, io, p->sector, p->sectors, p->ptr + p->front,
+			p->gen);
+	WRITE_ONCE(io->stale, 1);
+}
+
+/* A dirty hit's copy failed: its other, looked up again. */
+static void bch_hit_copy_failed(struct bch_io *io)
+{
+	bch_copy_failed(io->bt, io, io->iter.bi_sector,
+			io->iter.bi_size >> SECTOR_SHIFT, io->ptr, io->gen);
+	bch_read_again(io->bt, dm_bio_from_per_bio_data(io, sizeof(*io)), io);
+}
+
 /*
  * The checksummed range of cached data at @ptr (origin @sector, @sectors
  * long) failed its checksum: count it, log it, and drop its clean keys
@@ -660,10 +680,7 @@ static void bch_piece_bad_work(struct work_struct *work)
 	if (r == -ESTALE) {
 		WRITE_ONCE(io->stale, 1);
 	} else if (r && p->dirty && (p->read_copy & BCH_COPY_OTHER)) {
-		/* Its other copy, looked up again. */
-		bch_copy_failed(bt, io, p->sector, p->sectors, p->ptr + p->front,
-				p->gen);
-		WRITE_ONCE(io->stale, 1);
+		bch_piece_copy_failed(p);
 	} else if (r && r != -EBADMSG) {	/* as a failed read of the piece */
 		WRITE_ONCE(io->cache_error, 1);
 	} else if (r) {
@@ -680,12 +697,8 @@ static void bch_piece_bad_work(struct work_struct *work)
 static void bch_piece_copy_work(struct work_struct *work)
 {
 	struct bch_piece *p = container_of(work, struct bch_piece, work);
-	struct bio *bio = p->bio.bi_private;
-	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
 
-	bch_copy_failed(io->bt, io, p->sector, p->sectors, p->ptr + p->front,
-			p->gen);
-	WRITE_ONCE(io->stale, 1);
+	bch_piece_copy_failed(p);
 	bch_piece_put(p);
 }
 
@@ -1938,11 +1951,7 @@ static void bch_hit_bad_work(struct work_struct *work)
 		/* Overwritten meanwhile: look again. */
 		bch_read_again(bt, bio, io);
 	} else if (io->dirty && (io->read_copy & BCH_COPY_OTHER)) {
-		/* Its other copy, looked up again. */
-		bch_copy_failed(bt, io, io->iter.bi_sector,
-				io->iter.bi_size >> SECTOR_SHIFT, io->ptr,
-				io->gen);
-		bch_read_again(bt, bio, io);
+		bch_hit_copy_failed(io);
 	} else if (io->dirty) {
 		/* Bad or unreadable: an error, never the origin's older data. */
 		io->kind = BCH_IO_ORIGIN;
@@ -1957,12 +1966,7 @@ static void bch_hit_bad_work(struct work_struct *work)
 /* A dirty hit's copy could not be read: its other, looked up again. */
 static void bch_hit_copy_work(struct work_struct *work)
 {
-	struct bch_io *io = container_of(work, struct bch_io, work);
-	struct bio *bio = dm_bio_from_per_bio_data(io, sizeof(*io));
-
-	bch_copy_failed(io->bt, io, io->iter.bi_sector,
-			io->iter.bi_size >> SECTOR_SHIFT, io->ptr, io->gen);
-	bch_read_again(io->bt, bio, io);
+	bch_hit_copy_failed(container_of(work, struct bch_io, work));
 }
 
 /* A dirty write's data is on the cache (or failed): index it, from a worker. */
