@@ -295,13 +295,20 @@ static void bch_slot_fingerprint(struct bch_cache_set *set, unsigned int i)
 	u->flags |= cpu_to_le32(BCH_UUID_FINGERPRINT);
 }
 
-/* Keep the slot's data only if the origin looks like the one we left. */
+/*
+ * Keep the slot's data only if the origin looks like the one we left.
+ * Dirty data is dropped only if it plainly is not: an origin that could
+ * not be read, at detach or now, is no proof, and dropping would lose
+ * the writes it holds (its count is never too low).
+ */
 static void bch_slot_check_origin(struct bch_cache_set *set, unsigned int i,
 				  struct block_device *origin)
 {
 	struct bch_uuid_disk *u = &set->uuids[i];
-	u32 fp;
+	bool dirty = bch_slot_dirty_left(set, i);
 	const char *why = NULL;
+	bool unread = false;
+	u32 fp;
 
 	if (le64_to_cpu(u->sectors) != bdev_nr_sectors(origin)) {
 		why = "origin size changed";
@@ -315,12 +322,20 @@ static void bch_slot_check_origin(struct bch_cache_set *set, unsigned int i,
 		return;
 	} else if (!(le32_to_cpu(u->flags) & BCH_UUID_FINGERPRINT)) {
 		why = "origin was not detached cleanly";
-	} else if (bch_origin_fingerprint(set, origin, &fp) ||
-		   fp != le32_to_cpu(u->fingerprint)) {
+		unread = true;
+	} else if (bch_origin_fingerprint(set, origin, &fp)) {
+		why = "origin's first 4 KiB cannot be read";
+		unread = true;
+	} else if (fp != le32_to_cpu(u->fingerprint)) {
 		why = "origin's first 4 KiB changed while detached";
 	}
 	if (!why)
 		return;
+	if (unread && dirty) {
+		DMWARN("%s: slot %u (%pUb): %s: dirty data kept, the origin not checked",
+		       set->name, i, u->uuid, why);
+		return;
+	}
 	DMWARN("%s: slot %u (%pUb): %s: cached data invalidated",
 	       set->name, i, u->uuid, why);
 	if (!bch_slot_bump_epoch(u))
