@@ -196,7 +196,7 @@ void bch_alloc_persist_done(struct bch_cache_set *set, bool ok)
 	u64 i;
 
 	spin_lock(&set->alloc_lock);
-	bch_for_each_member(m, set) {
+	bch_for_each_live_member(m, set) {
 		for (i = m->first_bucket; i < m->nbuckets; i++) {
 			struct bch_bucket *b = &m->buckets[i];
 
@@ -215,7 +215,10 @@ void bch_alloc_persist_done(struct bch_cache_set *set, bool ok)
 	spin_unlock(&set->alloc_lock);
 }
 
-/* Whether the bucket at @ptr (a location) was reused since it had @gen. */
+/*
+ * Whether the bucket at @ptr (a location) was reused since it had @gen,
+ * or is on a lost member.
+ */
 bool bch_ptr_stale(struct bch_cache_set *set, u64 ptr, u8 gen)
 {
 	u64 bucket = bch_ptr_bucket_nr(set, ptr);
@@ -224,7 +227,9 @@ bool bch_ptr_stale(struct bch_cache_set *set, u64 ptr, u8 gen)
 	if (bch_ptr_dev(ptr) >= set->nr_members)
 		return true;
 	m = bch_ptr_member(set, ptr);
-	if (bucket < m->first_bucket || bucket >= m->nbuckets)
+	/* A lost member's data is as good as reused (member.c). */
+	if (bucket < m->first_bucket || bucket >= m->nbuckets ||
+	    bch_member_failed(m))
 		return true;
 	/*
 	 * Called after a cache read completed: if the bucket was reused
@@ -240,7 +245,7 @@ static void bch_reclaim_kick(struct bch_cache_set *set)
 {
 	struct bch_member *m;
 
-	bch_for_each_member(m, set)
+	bch_for_each_live_member(m, set)
 		if (m->nr_free < bch_reclaim_target(m))
 			queue_work(set->wq, &set->reclaim_work);
 }
@@ -252,12 +257,13 @@ static bool bch_open_bucket(struct bch_cache_set *set, struct bch_member *m,
 	struct bch_open *open = &m->open[o];
 	struct bch_bucket *b;
 
-	if (open->have && open->offset >= set->bucket_size) {
+	if (open->have && (open->offset >= set->bucket_size ||
+			   bch_member_failed(m))) {
 		m->buckets[open->bucket].state = BCH_B_DATA;
 		open->have = false;
 	}
 	if (!open->have) {
-		if (m->nr_free <= bch_btree_reserve(m))
+		if (m->nr_free <= bch_btree_reserve(m) || bch_member_failed(m))
 			return false;
 		open->bucket = bch_fifo_pop(m);
 		open->offset = 0;
@@ -454,10 +460,12 @@ int bch_alloc_btree(struct bch_cache_set *set, u64 *bucket, u8 *gen)
 	u64 nr;
 
 	spin_lock(&set->alloc_lock);
-	/* The first member with room: member 0 while it has some. */
-	bch_for_each_member(m, set) {
-		if (m->nr_free <= (set->btree_drain ? 0 : m->nr_btree + 1))
-			continue;
+	/*
+	 * Member 0: a node on another would be lost with it, and the index
+	 * with the node (member.c).
+	 */
+	m = set->members[0];
+	if (m->nr_free > (set->btree_drain ? 0 : m->nr_btree + 1)) {
 		nr = bch_fifo_pop(m);
 		*bucket = bch_node_bucket_id(m->idx, nr);
 		b = &m->buckets[nr];
@@ -468,7 +476,6 @@ int bch_alloc_btree(struct bch_cache_set *set, u64 *bucket, u8 *gen)
 		*gen = b->gen;
 		m->nr_btree++;
 		r = 0;
-		break;
 	}
 	bch_reclaim_kick(set);
 	spin_unlock(&set->alloc_lock);
@@ -521,7 +528,7 @@ static void bch_rescale_work(struct work_struct *work)
 	u64 i;
 
 	spin_lock(&set->alloc_lock);
-	bch_for_each_member(m, set) {
+	bch_for_each_live_member(m, set) {
 		for (i = m->first_bucket; i < m->nbuckets; i++) {
 			struct bch_bucket *b = &m->buckets[i];
 
@@ -592,7 +599,7 @@ static void bch_reclaim_work(struct work_struct *work)
 	bool gc, tried = false, persist = false;
 	struct bch_member *m;
 
-	bch_for_each_member(m, set)
+	bch_for_each_live_member(m, set)
 		tried |= bch_reclaim_member(set, m) != -ENODATA;
 
 	spin_lock(&set->alloc_lock);
@@ -603,7 +610,7 @@ static void bch_reclaim_work(struct work_struct *work)
 	gc = tried && set->need_gc && time_after_eq(jiffies, set->gc_allowed);
 	if (gc)
 		set->gc_allowed = jiffies + HZ / 4;
-	bch_for_each_member(m, set)
+	bch_for_each_live_member(m, set)
 		persist |= m->nr_free_inc > 0;
 	spin_unlock(&set->alloc_lock);
 
@@ -645,7 +652,7 @@ u64 bch_set_sectors(struct bch_cache_set *set)
 	struct bch_member *m;
 	u64 n = 0;
 
-	bch_for_each_member(m, set)
+	bch_for_each_live_member(m, set)
 		n += (m->nbuckets - m->first_bucket) * set->bucket_size;
 	return n;
 }
@@ -656,7 +663,7 @@ u64 bch_set_buckets(struct bch_cache_set *set)
 	struct bch_member *m;
 	u64 n = 0;
 
-	bch_for_each_member(m, set)
+	bch_for_each_live_member(m, set)
 		n += m->nbuckets - m->first_bucket - m->journal_buckets;
 	return n;
 }
@@ -667,7 +674,7 @@ bool bch_set_free_low(struct bch_cache_set *set)
 	struct bch_member *m;
 	u64 free = 0;
 
-	bch_for_each_member(m, set)
+	bch_for_each_live_member(m, set)
 		free += READ_ONCE(m->nr_free);
 	return free < div_u64(bch_set_sectors(set), set->bucket_size) / 16;
 }
@@ -678,7 +685,7 @@ u64 bch_set_used(struct bch_cache_set *set)
 	struct bch_member *m;
 	u64 n = 0;
 
-	bch_for_each_member(m, set)
+	bch_for_each_live_member(m, set)
 		n += READ_ONCE(m->nr_data) + READ_ONCE(m->nr_btree);
 	return n;
 }
@@ -759,7 +766,7 @@ void bch_alloc_gc_apply(struct bch_cache_set *set, bool done)
 	/* The pass answers what was asked before; not what is asked meanwhile. */
 	set->need_gc = set->gc_again;
 	set->gc_again = false;
-	bch_for_each_member(m, set) {
+	bch_for_each_live_member(m, set) {
 		for (i = m->first_bucket; i < m->nbuckets; i++) {
 			struct bch_bucket *b = &m->buckets[i];
 
@@ -825,7 +832,7 @@ void bch_alloc_checkpoint_end(struct bch_cache_set *set, bool done)
 	u64 i;
 
 	spin_lock(&set->alloc_lock);
-	bch_for_each_member(m, set) {
+	bch_for_each_live_member(m, set) {
 		for (i = m->first_bucket; i < m->nbuckets; i++) {
 			struct bch_bucket *b = &m->buckets[i];
 
@@ -879,7 +886,7 @@ void bch_alloc_load(struct bch_cache_set *set)
 	struct bch_member *m;
 
 	spin_lock(&set->alloc_lock);
-	bch_for_each_member(m, set)
+	bch_for_each_live_member(m, set)
 		bch_alloc_load_member(set, m);
 	set->gc_running = false;
 	spin_unlock(&set->alloc_lock);

@@ -112,6 +112,14 @@ struct bch_member {
 	u64			nr_free_inc;	/* FREE_INC + PERSISTING */
 
 	atomic_t		reads;		/* of data with two copies, in flight */
+
+	/*
+	 * Lost (member.c): its IO errors passed the limit, or it was
+	 * missing at open (then bdev is NULL). No IO goes to it, and its
+	 * copies count as stale: the set runs degraded on the others.
+	 */
+	bool			failed;
+	atomic_t		io_errors;
 };
 
 struct bch_prio_tunables {
@@ -238,6 +246,7 @@ struct bch_cache_set {
 	struct work_struct	gc_work;
 	struct work_struct	rescale_work;
 	struct work_struct	uuid_work;
+	struct work_struct	member_work;	/* marks failed members so */
 	atomic64_t		gc_runs;
 	atomic64_t		invalidations;	/* gen bumps */
 
@@ -247,18 +256,32 @@ struct bch_cache_set {
 	bool			failed_dropped;	/* origins invalidated for it */
 };
 
-/* Members are members[0, nr_members), none missing (none fails, so far). */
-static inline bool bch_member_iter(struct bch_cache_set *set, unsigned int *i,
-				   struct bch_member **m)
+/*
+ * Members are members[0, nr_members), failed ones included (a missing
+ * one has a bucket array but no device): bch_for_each_live_member()
+ * for those that take IO.
+ */
+static inline bool bch_member_failed(const struct bch_member *m)
 {
-	if (*i >= set->nr_members)
-		return false;
-	*m = set->members[(*i)++];
-	return true;
+	return READ_ONCE(m->failed);
+}
+
+static inline bool bch_member_iter(struct bch_cache_set *set, unsigned int *i,
+				   struct bch_member **m, bool live)
+{
+	while (*i < set->nr_members) {
+		*m = set->members[(*i)++];
+		if (!live || !bch_member_failed(*m))
+			return true;
+	}
+	return false;
 }
 
 #define bch_for_each_member(m, set)					\
-	for (unsigned int _i = 0; bch_member_iter(set, &_i, &(m));)
+	for (unsigned int _i = 0; bch_member_iter(set, &_i, &(m), false);)
+
+#define bch_for_each_live_member(m, set)				\
+	for (unsigned int _i = 0; bch_member_iter(set, &_i, &(m), true);)
 
 /* The member a pointer or location (bch_ptr_loc()) is on. */
 static inline struct bch_member *bch_ptr_member(struct bch_cache_set *set,
@@ -495,6 +518,7 @@ int bch_gc_initial(struct bch_cache_set *set);
 void bch_gc_inserted(struct bch_cache_set *set, const struct bch_bkey *k);
 void bch_gc_cleaned(struct bch_cache_set *set, const struct bch_bkey *k);
 bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k);
+bool bch_key_lost(struct bch_cache_set *set, const struct bch_bkey *k);
 int bch_key_stale_copy(struct bch_btree *b, const struct bch_bkey *k);
 
 /* super.c: callable from bio completion */
@@ -504,6 +528,17 @@ static inline bool bch_cache_failed(struct bch_cache_set *set)
 {
 	return READ_ONCE(set->failed);
 }
+
+/* member.c */
+void bch_member_io_error(struct bch_cache_set *set, u64 loc, bool write);
+void bch_member_fail(struct bch_cache_set *set, struct bch_member *m);
+bool bch_set_degraded(struct bch_cache_set *set);
+bool bch_loc_failed(struct bch_cache_set *set, u64 loc);
+bool bch_members_mark(struct bch_cache_set *set);
+void bch_member_init(struct bch_cache_set *set);
+struct bch_member *bch_member_missing(struct bch_cache_set *set,
+				      unsigned int idx,
+				      const struct bch_member_disk *e);
 
 /* Whether slot @i may hold dirty data (its count is exact after GC). */
 static inline bool bch_slot_dirty_left(struct bch_cache_set *set,

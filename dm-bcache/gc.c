@@ -156,7 +156,9 @@ int bch_key_stale_copy(struct bch_btree *b, const struct bch_bkey *k)
 
 /*
  * A key's data is gone if its origin was invalidated or the buckets of
- * all its copies were reused.
+ * all its copies were reused or lost. But dirty data lost with a member
+ * (bch_key_lost()) stays, so that reads of it fail: the origin's data
+ * there is older.
  */
 bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 {
@@ -169,7 +171,23 @@ bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 	for (i = 0; i < k->nptrs; i++)
 		if (!bch_copy_stale(set, k, i))
 			return false;
-	return true;
+	return !(k->flags & BCH_KEY_DIRTY) || !bch_key_lost(set, k);
+}
+
+/*
+ * Whether @k has copies, all of them on lost members (member.c): dirty,
+ * its data is gone; clean, the origin has it. A copy whose bucket a live
+ * member reused was written back (a dirty copy's bucket is reused only
+ * once the key is clean), so a key with one is not lost.
+ */
+bool bch_key_lost(struct bch_cache_set *set, const struct bch_bkey *k)
+{
+	unsigned int i;
+
+	for (i = 0; i < k->nptrs; i++)
+		if (!bch_loc_failed(set, k->ptr[i]))
+			return false;
+	return k->nptrs > 0;
 }
 
 /*

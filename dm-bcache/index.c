@@ -97,6 +97,8 @@ static int bch_op_io(struct bch_btree *b, bool write, u64 bucket, u32 offset,
 	if (nr < m->first_bucket || nr >= m->nbuckets ||
 	    offset + sectors > set->bucket_size)
 		return -EUCLEAN;
+	if (bch_member_failed(m))
+		return -EIO;	/* a node on a lost member: the index is lost */
 	/*
 	 * Not from within a bio's submission (map()): what it submits is
 	 * queued until it returns, so waiting for it would never end.
@@ -165,7 +167,7 @@ static void bch_index_drop(struct bch_cache_set *set)
 
 	bch_btree_free(&set->btree);
 	bch_index_setup(set);
-	bch_for_each_member(m, set) {
+	bch_for_each_live_member(m, set) {
 		for (i = 0; i < m->nbuckets; i++) {
 			struct bch_bucket *b = &m->buckets[i];
 

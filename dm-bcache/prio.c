@@ -112,8 +112,9 @@ static void bch_prios_load_member(struct bch_cache_set *set,
 /*
  * Take the bucket states the array holds (BCH_BUCKET_STATE), instead of
  * counting the index: valid only if the superblock says so and every
- * member's superblock had the last write (members_behind). Metadata
- * and journal buckets have none. Before bch_prios_read_done() only.
+ * member's superblock had the last write (members_behind). Metadata and
+ * journal buckets have none, nor a missing member (bch_member_missing()).
+ * Before bch_prios_read_done() only.
  */
 bool bch_prios_load_state(struct bch_cache_set *set)
 {
@@ -121,10 +122,10 @@ bool bch_prios_load_state(struct bch_cache_set *set)
 
 	if (!bch_bucket_state_valid(set->sb) || set->members_behind)
 		return false;
-	bch_for_each_member(m, set)
+	bch_for_each_live_member(m, set)
 		if (WARN_ON(!m->prio_buf))
 			return false;
-	bch_for_each_member(m, set)
+	bch_for_each_live_member(m, set)
 		bch_prios_load_member(set, m);
 	return true;
 }
@@ -178,13 +179,16 @@ int bch_prios_write(struct bch_cache_set *set)
 	int r = 0;
 
 	lockdep_assert_held(&set->lock);
-	bch_for_each_member(m, set) {
+	bch_for_each_live_member(m, set) {
 		r = bch_prios_write_member(set, m, &csum[m->idx]);
-		if (r)
+		if (r && !m->idx)
 			break;
+		if (r)
+			bch_member_fail(set, m);	/* its superblock is not written */
+		r = 0;
 	}
 	if (!r) {
-		bch_for_each_member(m, set) {
+		bch_for_each_live_member(m, set) {
 			sb = m->sb;
 			old[m->idx].cur = sb->prio_current;
 			old[m->idx].csum = sb->prio_csum;
@@ -195,7 +199,7 @@ int bch_prios_write(struct bch_cache_set *set)
 		}
 		r = bch_sb_write(set);
 		if (r) {
-			bch_for_each_member(m, set) {
+			bch_for_each_live_member(m, set) {
 				sb = m->sb;
 				sb->prio_current = old[m->idx].cur;
 				sb->prio_csum = old[m->idx].csum;

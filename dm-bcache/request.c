@@ -347,7 +347,7 @@ static void bch_fill_work(struct work_struct *work)
 		bio_put(bio);
 		if (r) {
 			atomic64_inc(&bt->stats.cache_errors);
-			bch_cache_io_error(set, true);
+			bch_member_io_error(set, ptr, true);
 		}
 
 		r = bch_fill_index(f, f->sector + done, got, ptr, gen, r);
@@ -715,7 +715,7 @@ static void bch_piece_endio(struct bio *clone)
 			WRITE_ONCE(io->cache_error, 1);
 	} else if (clone->bi_status) {
 		atomic64_inc(&bt->stats.cache_errors);
-		bch_cache_io_error(bt->set, false);
+		bch_member_io_error(bt->set, p->ptr, false);
 		if (p->dirty && (p->read_copy & BCH_COPY_OTHER)) {
 			INIT_WORK(&p->work, bch_piece_copy_work);
 			queue_work(bt->set->wq, &p->work);
@@ -799,6 +799,9 @@ static struct bio *bch_piece_alloc(struct bch_target *bt, struct bio *bio,
 	struct bch_piece *p;
 	u8 copy;
 
+	/* Its copies lost: read as a lone hit (bch_map_read()). */
+	if (bch_key_lost(bt->set, k))
+		return NULL;
 	copy = bch_copy_choose(bt->set, k, io->avoid);
 	verify = verify && (k->flags & BCH_KEY_CSUM);
 	if (bch_piece_bounces(k, verify)) {
@@ -887,7 +890,10 @@ static int bch_read_mixed(struct bch_target *bt, struct bio *bio,
 		r = bch_btree_lookup(&set->btree, io->inode, pos, end, &k);
 		if (r < 0)
 			break;
-		if (r && (k.flags & BCH_KEY_DIRTY)) {
+		if (r && (k.flags & BCH_KEY_DIRTY) && bch_key_lost(set, &k)) {
+			r = -EIO;	/* lost with a member of the set */
+			break;
+		} else if (r && (k.flags & BCH_KEY_DIRTY)) {
 			dirty = true;
 			clone = bch_piece_alloc(bt, bio, pos - start, &k,
 						verify, GFP_NOWAIT | __GFP_NOWARN);
@@ -1166,7 +1172,17 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	/*
 	 * Dirty data is read from a failed device too: it is the only copy,
 	 * and if it cannot be read the read fails, never with older data.
+	 * Dirty data lost with a member of the set fails at once.
 	 */
+	if (hit && bch_key_lost(set, &k)) {
+		if (k.flags & BCH_KEY_DIRTY) {
+			atomic64_inc(&bt->stats.cache_errors);
+			return DM_MAPIO_KILL;
+		}
+		atomic64_inc(&bt->stats.bypassed);
+		bch_remap_origin(bt, bio);
+		return DM_MAPIO_REMAPPED;
+	}
 	if (hit && (k.flags & BCH_KEY_CSUM) && verify) {
 		/* The bio's part of the key: the rest is another bio's. */
 		k.size = sectors;
@@ -1452,17 +1468,19 @@ static void bch_dirty_written(struct bch_target *bt, struct bch_io *io,
 			      blk_status_t error);
 
 /*
- * A dirty write's copy is on the cache (or failed): once every copy is,
- * index it. If one failed, none is indexed: dirty data on a set of
- * several has two copies or goes to the origin.
+ * A dirty write's copy at @loc is on the cache (or failed): once every
+ * copy is, index it. If one failed, none is indexed: dirty data on a set
+ * of several has two copies or goes to the origin.
  */
-static void bch_dirty_copy_endio(struct bio *wbio)
+static void bch_dirty_copy_done(struct bio *wbio, u64 loc)
 {
 	struct bio *bio = wbio->bi_private;
 	struct bch_io *io = dm_per_bio_data(bio, sizeof(*io));
 
-	if (wbio->bi_status)
+	if (wbio->bi_status) {
 		WRITE_ONCE(io->cache_error, 1);
+		bch_member_io_error(io->bt->set, loc, true);
+	}
 	bio_put(wbio);
 	/* Orders each copy's error before the last one reads them. */
 	if (!atomic_dec_and_test(&io->pieces))
@@ -1471,6 +1489,20 @@ static void bch_dirty_copy_endio(struct bio *wbio)
 	io->copy = NULL;
 	bch_dirty_written(io->bt, io,
 			  io->cache_error ? BLK_STS_IOERR : BLK_STS_OK);
+}
+
+static void bch_dirty_copy_endio(struct bio *wbio)
+{
+	struct bch_io *io = dm_per_bio_data(wbio->bi_private, sizeof(*io));
+
+	bch_dirty_copy_done(wbio, io->ptr);
+}
+
+static void bch_dirty_copy2_endio(struct bio *wbio)
+{
+	struct bch_io *io = dm_per_bio_data(wbio->bi_private, sizeof(*io));
+
+	bch_dirty_copy_done(wbio, io->ptr2);
 }
 
 /* Room for a dirty write: two copies on a set of several, else one. */
@@ -1564,7 +1596,7 @@ static int bch_write_dirty(struct bch_target *bt, struct bio *bio,
 		wbio->bi_end_io = bch_dirty_copy_endio;
 		wbio->bi_private = bio;
 		if (wbio2) {
-			wbio2->bi_end_io = bch_dirty_copy_endio;
+			wbio2->bi_end_io = bch_dirty_copy2_endio;
 			wbio2->bi_private = bio;
 		}
 		submit_bio_noacct(wbio);
@@ -1782,7 +1814,7 @@ static void bch_write_done(struct bch_target *bt, struct bch_io *io,
 		return;
 	if (io->cache_error) {
 		atomic64_inc(&bt->stats.cache_errors);
-		bch_cache_io_error(set, true);
+		bch_member_io_error(set, io->ptr, true);
 	}
 	if (io->copy && !error && !io->cache_error) {
 		/* The copy the cache was written from: indexed from there. */
@@ -1976,7 +2008,6 @@ static void bch_dirty_written(struct bch_target *bt, struct bch_io *io,
 	if (error) {
 		/* Not on the cache: the origin takes it. */
 		atomic64_inc(&bt->stats.cache_errors);
-		bch_cache_io_error(bt->set, true);
 		bch_abort_dirty(bt->set, io);
 		INIT_WORK(&io->work, bch_dirty_error_work);
 	} else {
@@ -1996,7 +2027,7 @@ int bch_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
 			bch_copy_read_done(bt->set, io->ptr);
 		if (*error) {
 			atomic64_inc(&bt->stats.cache_errors);
-			bch_cache_io_error(bt->set, false);
+			bch_member_io_error(bt->set, io->ptr, false);
 		}
 		if (io->dirty && *error && (io->read_copy & BCH_COPY_OTHER)) {
 			INIT_WORK(&io->work, bch_hit_copy_work);
@@ -2033,6 +2064,9 @@ int bch_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
 		bch_write_done(bt, io, *error);
 		break;
 	case BCH_IO_WRITE_DIRTY:
+		/* Written as is: to one member, at io->ptr. */
+		if (*error)
+			bch_member_io_error(bt->set, io->ptr, true);
 		bch_dirty_written(bt, io, *error);
 		return DM_ENDIO_INCOMPLETE;
 	case BCH_IO_ACK:

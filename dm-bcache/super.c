@@ -101,19 +101,22 @@ int bch_member_io(struct bch_cache_set *set, struct bch_member *m,
  * Make what every member but @except has written durable: a write with
  * PREFLUSH flushes its own device only, and what it makes durable (a
  * journal entry, a node's appended set) may name data and nodes on the
- * others. Process context.
+ * others. A member other than 0 that cannot flush is lost: what it holds
+ * counts for nothing from now on. Process context.
  */
 int bch_flush_others(struct bch_cache_set *set, struct bch_member *except)
 {
 	struct bch_member *m;
 	int r;
 
-	bch_for_each_member(m, set) {
+	bch_for_each_live_member(m, set) {
 		if (m == except)
 			continue;
 		r = blkdev_issue_flush(m->bdev);
-		if (r)
+		if (r && !m->idx)
 			return r;
+		if (r)
+			bch_member_fail(set, m);
 	}
 	return 0;
 }
@@ -122,6 +125,8 @@ int bch_flush_others(struct bch_cache_set *set, struct bch_member *except)
 int bch_loc_io(struct bch_cache_set *set, blk_opf_t opf, u64 loc, void *buf,
 	       size_t len)
 {
+	if (bch_loc_failed(set, loc))
+		return -EIO;
 	return bch_dev_io(set, bch_ptr_bdev(set, loc), opf, bch_ptr_sector(loc),
 			  buf, len);
 }
@@ -225,10 +230,13 @@ int bch_sb_write(struct bch_cache_set *set)
 	 * last: it decides at the next open (the journal is its alone), so
 	 * a crash between two leaves the set as member 0 says, and the
 	 * others' newer bucket arrays only newer gens (nothing is reused
-	 * before the whole write returns).
+	 * before the whole write returns). A lost member is left as it is;
+	 * one lost now is marked FAILED by the next write (member.c).
 	 */
 	for (i = set->nr_members; i-- > 0;) {
 		m = set->members[i];
+		if (bch_member_failed(m))
+			continue;
 		if (m->sb != sb)
 			bch_sb_set_fields(m->sb, sb);
 		m->sb->csum = cpu_to_le32(bch_sb_csum(m->sb));
@@ -237,7 +245,10 @@ int bch_sb_write(struct bch_cache_set *set)
 		if (r) {
 			DMERR("%s: superblock write of member %u failed: %d",
 			      set->name, m->idx, r);
-			break;
+			if (!i)
+				break;
+			bch_member_fail(set, m);
+			r = 0;
 		}
 		if (i && bch_fault_wait_ms(BCH_WAIT_SB_MEMBER))
 			msleep(bch_fault_wait_ms(BCH_WAIT_SB_MEMBER));
@@ -349,6 +360,7 @@ static void bch_set_free(struct bch_cache_set *set)
 		cancel_work_sync(&set->reclaim_work);
 		cancel_work_sync(&set->rescale_work);
 		cancel_work_sync(&set->uuid_work);
+		cancel_work_sync(&set->member_work);
 		destroy_workqueue(set->wq);
 	}
 	bch_index_free(set);
@@ -404,21 +416,31 @@ static int bch_member_read(struct bch_cache_set *set, struct block_device *bdev,
 }
 
 /*
- * The @n devices a table names, read (@m, in the table's order), are the
- * set: member 0's superblock (written last, bch_sb_write()) decides. Every
- * one is a member it has ACTIVE, every ACTIVE member is named, numbered
- * from 0 without gaps (members that failed are not handled yet). They go
- * to set->members[] by index, and take member 0's set fields.
+ * The @n devices a table names, read (@m, in the table's order; NULL
+ * where it says "-"), are the set: member 0's superblock (written last,
+ * bch_sb_write()) decides. Every member it has ACTIVE or FAILED is named,
+ * a FAILED one as "-", numbered from 0 without gaps. They go to
+ * set->members[] by index, and take member 0's set fields; a "-" gets a
+ * lost member (bch_member_missing()).
  */
 static int bch_members_place(struct bch_cache_set *set, struct bch_member **m,
 			     unsigned int n, char **error)
 {
 	const struct bch_sb_disk *sb0 = NULL;
-	unsigned int i, active = 0;
+	unsigned int i, inuse = 0;
 	u64 seq0;
 
+	for (i = 0; i < n; i++)
+		if (m[i] && !m[i]->idx)
+			sb0 = m[i]->sb;
+	if (!sb0) {
+		*error = n > 1 || !m[0] ?
+			"member 0 of a cache set cannot be missing: it holds the index" :
+			"the table names no member 0 of the cache set";
+		return -EINVAL;
+	}
 	/* Version 2 has no member table: one device, member 0. */
-	if (le32_to_cpu(m[0]->sb->version) == 2) {
+	if (le32_to_cpu(sb0->version) == 2) {
 		if (n > 1) {
 			*error = "a cache set of several devices needs format version 3";
 			return -EINVAL;
@@ -429,22 +451,24 @@ static int bch_members_place(struct bch_cache_set *set, struct bch_member **m,
 		bch_sb_geom(set->members[0]->sb, &set->geom[0]);
 		return 0;
 	}
-	for (i = 0; i < n; i++)
-		if (!m[i]->idx)
-			sb0 = m[i]->sb;
-	if (!sb0) {
-		*error = "the table names no member 0 of the cache set";
-		return -EINVAL;
-	}
 	seq0 = le64_to_cpu(sb0->seq);
 	for (i = 0; i < n; i++) {
-		const struct bch_sb_disk *sb = m[i]->sb;
+		const struct bch_sb_disk *sb;
 
+		if (!m[i])
+			continue;
+		sb = m[i]->sb;
 		if (memcmp(sb->set_uuid, sb0->set_uuid, 16) ||
 		    sb->version != sb0->version ||
 		    sb->block_size != sb0->block_size ||
 		    sb->bucket_size != sb0->bucket_size) {
 			*error = "cache devices of different cache sets";
+			return -EINVAL;
+		}
+		/* Its superblock stopped being written when it was lost. */
+		if (le32_to_cpu(sb0->members[m[i]->idx].state) ==
+		    BCH_MEMBER_FAILED) {
+			*error = "a cache device is a member its set marked failed (name it -)";
 			return -EINVAL;
 		}
 		/*
@@ -463,20 +487,22 @@ static int bch_members_place(struct bch_cache_set *set, struct bch_member **m,
 	for (i = 0; i < BCH_MAX_MEMBERS; i++) {
 		u32 state = le32_to_cpu(sb0->members[i].state);
 
-		if (state == BCH_MEMBER_ACTIVE) {
-			active++;
+		if (state == BCH_MEMBER_ACTIVE || state == BCH_MEMBER_FAILED) {
+			inuse++;
 		} else if (state != BCH_MEMBER_NONE) {
-			*error = "cache set has a failed member: not supported yet";
+			*error = "cache set has a removed member: not supported yet";
 			return -EINVAL;
 		}
 	}
-	if (active != n) {
+	if (inuse != n) {
 		*error = "the table must name every member of the cache set";
 		return -EINVAL;
 	}
 	for (i = 0; i < n; i++) {
 		const struct bch_member_disk *e;
 
+		if (!m[i])
+			continue;
 		if (m[i]->idx >= n) {
 			*error = "cache set members not numbered from 0: not supported yet";
 			return -EINVAL;
@@ -497,13 +523,55 @@ static int bch_members_place(struct bch_cache_set *set, struct bch_member **m,
 	}
 	set->nr_members = n;
 	for (i = 0; i < n; i++) {
+		const struct bch_member_disk *e = &sb0->members[i];
 		struct bch_member *mi = set->members[i];
+		struct bch_member_geom *g = &set->geom[i];
 
-		if (mi->sb != sb0)
-			bch_sb_set_fields(mi->sb, sb0);
-		bch_sb_geom(mi->sb, &set->geom[i]);
+		if (mi) {
+			if (mi->sb != sb0)
+				bch_sb_set_fields(mi->sb, sb0);
+			bch_sb_geom(mi->sb, g);
+			continue;
+		}
+		if (le32_to_cpu(e->state) == BCH_MEMBER_NONE) {
+			*error = "cache set members not numbered from 0: not supported yet";
+			return -EINVAL;
+		}
+		mi = bch_member_missing(set, i, e);
+		if (!mi) {
+			*error = "cannot allocate cache set";
+			return -ENOMEM;
+		}
+		set->members[i] = mi;
+		g->bucket_size = le32_to_cpu(e->bucket_size);
+		g->nbuckets = mi->nbuckets;
+		g->first_bucket = mi->first_bucket;
 	}
 	return 0;
+}
+
+/*
+ * Members the table names "-" are lost: say so, and mark those still
+ * ACTIVE as FAILED before anything else is written (set->lock held), so
+ * that the set opens again only without them.
+ */
+static void bch_members_missing(struct bch_cache_set *set)
+{
+	struct bch_member *m;
+
+	lockdep_assert_held(&set->lock);
+	bch_for_each_member(m, set) {
+		if (m->bdev)
+			continue;
+		if (le32_to_cpu(set->sb->members[m->idx].state) ==
+		    BCH_MEMBER_ACTIVE)
+			DMWARN("%s: member %u missing: marked failed, running degraded",
+			       set->name, m->idx);
+		else
+			DMINFO("%s: member %u failed earlier: running degraded",
+			       set->name, m->idx);
+	}
+	bch_members_mark(set);
 }
 
 /* Is the cache set @uuid open already (bch_sets_lock held)? */
@@ -546,7 +614,7 @@ static struct bch_cache_set *bch_set_open(struct block_device **bdevs,
 		goto err;
 	}
 	for (i = 0; i < n; i++) {
-		r = bch_member_read(set, bdevs[i], &named[i], error);
+		r = bdevs[i] ? bch_member_read(set, bdevs[i], &named[i], error) : 0;
 		if (r)
 			goto err;
 	}
@@ -569,7 +637,7 @@ static struct bch_cache_set *bch_set_open(struct block_device **bdevs,
 	set->version = le32_to_cpu(set->sb->version);
 	set->key_bytes = bch_key_bytes(set->version);
 
-	bch_for_each_member(m, set) {
+	bch_for_each_live_member(m, set) {
 		r = bch_prios_read(set, m, error);
 		if (r)
 			goto err;
@@ -587,6 +655,7 @@ static struct bch_cache_set *bch_set_open(struct block_device **bdevs,
 		goto err;
 	}
 	INIT_WORK(&set->uuid_work, bch_uuids_work);
+	bch_member_init(set);
 	bch_gc_init(set);
 	r = bch_alloc_init(set);
 	if (!r)
@@ -619,6 +688,7 @@ static struct bch_cache_set *bch_set_open(struct block_device **bdevs,
 		bch_uuids_recover(set, false);
 
 	mutex_lock(&set->lock);
+	bch_members_missing(set);
 	/*
 	 * A member one write ahead names the UUID table copy the next
 	 * write goes to: bring it level with member 0 first.
@@ -671,6 +741,7 @@ static void bch_set_close(struct bch_cache_set *set)
 
 	/* No table is left, so no IO: only background work remains. */
 	flush_workqueue(set->wq);
+	cancel_work_sync(&set->member_work);
 	cancel_work_sync(&set->gc_work);
 	cancel_work_sync(&set->reclaim_work);
 	cancel_work_sync(&set->rescale_work);
@@ -699,6 +770,8 @@ static void bch_set_close(struct bch_cache_set *set)
 	if (!r)
 		r = bch_uuids_write(set);
 	if (!r) {
+		/* Members lost too late for the work (cancelled above). */
+		bch_members_mark(set);
 		set->sb->flags |= cpu_to_le64(BCH_SB_CLEAN);
 		r = bch_sb_write(set);
 	}
@@ -720,19 +793,26 @@ struct bch_cache_set *bch_set_get(struct dm_target *ti,
 				  struct block_device **bdevs, unsigned int n,
 				  char **error)
 {
+	unsigned int i, found, holes = 0, missing;
 	struct bch_cache_set *set;
 	struct bch_member *m;
-	unsigned int i, found;
 
+	for (i = 0; i < n; i++)
+		holes += !bdevs[i];
 	mutex_lock(&bch_sets_lock);
 	list_for_each_entry(set, &bch_cache_sets, list) {
 		found = 0;
-		bch_for_each_member(m, set)
+		missing = 0;
+		bch_for_each_member(m, set) {
+			missing += !m->bdev;
 			for (i = 0; i < n; i++)
-				found += m->bdev == bdevs[i];
+				found += m->bdev && m->bdev == bdevs[i];
+		}
 		if (!found)
 			continue;
-		if (found != n || n != set->nr_members) {
+		/* As many "-" as members missing at its open. */
+		if (found + holes != n || n != set->nr_members ||
+		    holes != missing) {
 			*error = "the table must name every member of the cache set";
 			set = ERR_PTR(-EINVAL);
 		} else {

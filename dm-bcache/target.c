@@ -141,11 +141,15 @@ static void bch_dtr(struct dm_target *ti)
 	if (bt->origin_dev)
 		dm_put_device(ti, bt->origin_dev);
 	while (bt->nr_cache_devs)
-		dm_put_device(ti, bt->cache_devs[--bt->nr_cache_devs]);
+		if (bt->cache_devs[--bt->nr_cache_devs])
+			dm_put_device(ti, bt->cache_devs[bt->nr_cache_devs]);
 	kfree(bt);
 }
 
-/* The cache devices of @list, comma separated: the set's members. */
+/*
+ * The cache devices of @list, comma separated: the set's members, "-"
+ * (a NULL entry) for a member that is missing.
+ */
 static int bch_get_cache_devs(struct dm_target *ti, struct bch_target *bt,
 			      const char *list, fmode_t mode)
 {
@@ -162,8 +166,11 @@ static int bch_get_cache_devs(struct dm_target *ti, struct bch_target *bt,
 		if (bt->nr_cache_devs == BCH_MAX_MEMBERS) {
 			ti->error = "more cache devices than a cache set has members";
 			r = -EINVAL;
-		} else if (!*name || !strcmp(name, "-")) {
-			ti->error = "a missing cache device: not supported yet";
+		} else if (!strcmp(name, "-")) {
+			devs[bt->nr_cache_devs++] = NULL;
+			continue;
+		} else if (!*name) {
+			ti->error = "an empty cache device name";
 			r = -EINVAL;
 		} else {
 			r = dm_get_device(ti, name, mode,
@@ -174,7 +181,8 @@ static int bch_get_cache_devs(struct dm_target *ti, struct bch_target *bt,
 				bt->nr_cache_devs++;
 		}
 		for (i = 0; !r && i + 1 < bt->nr_cache_devs; i++) {
-			if (devs[i]->bdev == devs[bt->nr_cache_devs - 1]->bdev) {
+			if (devs[i] &&
+			    devs[i]->bdev == devs[bt->nr_cache_devs - 1]->bdev) {
 				ti->error = "a cache device is named twice";
 				r = -EINVAL;
 			}
@@ -232,7 +240,7 @@ static int bch_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	}
 	r = -EINVAL;
 	for (i = 0; i < bt->nr_cache_devs; i++) {
-		bdevs[i] = bt->cache_devs[i]->bdev;
+		bdevs[i] = bt->cache_devs[i] ? bt->cache_devs[i]->bdev : NULL;
 		if (bdevs[i] == bt->origin_dev->bdev) {
 			ti->error = "cache and origin are the same device";
 			goto bad;
@@ -314,7 +322,14 @@ static const char *bch_cache_state(struct bch_cache_set *set)
 {
 	if (bch_cache_failed(set))
 		return "failed";
-	return atomic_read(&set->io_errors) ? "degraded" : "ok";
+	return atomic_read(&set->io_errors) || bch_set_degraded(set) ?
+	       "degraded" : "ok";
+}
+
+/* The name the table gave cache device @i: "-" if missing. */
+static const char *bch_cache_dev_name(struct bch_target *bt, unsigned int i)
+{
+	return bt->cache_devs[i] ? bt->cache_devs[i]->name : "-";
 }
 
 static unsigned int bch_hit_ratio(struct bch_stats *st)
@@ -387,7 +402,7 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 	case STATUSTYPE_TABLE:
 		mode = READ_ONCE(bt->mode);
 		for (i = 0; i < bt->nr_cache_devs; i++)
-			DMEMIT("%s%s", i ? "," : "", bt->cache_devs[i]->name);
+			DMEMIT("%s%s", i ? "," : "", bch_cache_dev_name(bt, i));
 		DMEMIT(" %s", bt->origin_dev->name);
 		if (bt->persistent || mode != BCH_MODE_WRITETHROUGH)
 			DMEMIT(" %u", 2 * bt->persistent +
@@ -399,9 +414,9 @@ static void bch_status(struct dm_target *ti, status_type_t type,
 		break;
 	case STATUSTYPE_IMA:
 		DMEMIT_TARGET_NAME_VERSION(ti->type);
-		DMEMIT(",cache_device=%s", bt->cache_devs[0]->name);
+		DMEMIT(",cache_device=%s", bch_cache_dev_name(bt, 0));
 		for (i = 1; i < bt->nr_cache_devs; i++)
-			DMEMIT(",cache_device_%u=%s", i, bt->cache_devs[i]->name);
+			DMEMIT(",cache_device_%u=%s", i, bch_cache_dev_name(bt, i));
 		DMEMIT(",origin_device=%s;", bt->origin_dev->name);
 		break;
 	}
@@ -530,8 +545,9 @@ static int bch_iterate_devices(struct dm_target *ti,
 	int r = 0;
 
 	for (i = 0; !r && i < bt->nr_cache_devs; i++)
-		r = fn(ti, bt->cache_devs[i], 0,
-		       bdev_nr_sectors(bt->cache_devs[i]->bdev), data);
+		if (bt->cache_devs[i])
+			r = fn(ti, bt->cache_devs[i], 0,
+			       bdev_nr_sectors(bt->cache_devs[i]->bdev), data);
 	if (!r)
 		r = fn(ti, bt->origin_dev, 0, ti->len, data);
 	return r;

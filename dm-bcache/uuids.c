@@ -150,12 +150,14 @@ int bch_uuids_write(struct bch_cache_set *set)
 	lockdep_assert_held(&set->lock);
 	bch_uuids_fill_dirty(set);
 	/* Every member holds the table, in the copy the set names. */
-	bch_for_each_member(m, set) {
+	bch_for_each_live_member(m, set) {
 		r = bch_member_io(set, m, REQ_OP_WRITE,
 				  le64_to_cpu(m->sb->uuid_offset[next]),
 				  set->uuids, bch_uuid_bytes(set));
-		if (r)
+		if (r && !m->idx)
 			return r;
+		if (r)
+			bch_member_fail(set, m);
 	}
 	old_current = sb->uuid_current;
 	old_csum = sb->uuid_csum;

@@ -87,6 +87,9 @@ u64 bch_wb_target_of(struct bch_target *bt)
 {
 	struct bch_cache_set *set = bt->set;
 
+	/* Degraded: dirty data with a copy on the lost member has one left. */
+	if (bch_set_degraded(set))
+		return 0;
 	return div_u64(bch_set_sectors(set) * READ_ONCE(bt->wb.percent),
 		       bch_copies_mirrored(set) ? 200 : 100);
 }
@@ -507,8 +510,8 @@ static int bch_wb_read(struct bch_target *bt, struct bch_wb_extent *e,
 	if ((!r && !*stale) || e->nptrs < 2)
 		return r;
 	if (r && r != -EBADMSG)
-		bch_cache_io_error(set, false);
-	if (r)
+		bch_member_io_error(set, e->ptr[0], false);
+	if (r && !bch_loc_failed(set, e->ptr[0]))
 		DMWARN_LIMIT("%s: a copy of dirty data failed (%d): slot %u sectors %llu+%u member %u; written back from the other",
 			     set->name, r, bt->slot, e->start, e->size,
 			     bch_ptr_dev(e->ptr[0]));
@@ -539,7 +542,7 @@ static int bch_wb_copy(struct bch_target *bt, struct bch_wb_extent *ext,
 		r = bch_wb_read(bt, &ext[i], buf + off, len, &stale);
 		/* Bad data is not the device failing: it is not counted. */
 		if (r && r != -EBADMSG)
-			bch_cache_io_error(set, false);
+			bch_member_io_error(set, ext[i].ptr[ext[i].use], false);
 		/* A read that raced with the bucket's reuse: not ours. */
 		else if (stale)
 			goto skip;

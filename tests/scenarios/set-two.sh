@@ -73,7 +73,8 @@ dmb_refused "a member named twice" "named twice" "0 $len bcache $c0,$c0 $origin"
 dmb_refused "a cache of another set" "different cache sets" "0 $len bcache $c0,$other $origin"
 dmb_refused "a cache of another set too" "different cache sets" \
 	"0 $len bcache $c0,$c1,$other $origin"
-dmb_refused "a missing member" "missing cache device" "0 $len bcache $c0,- $origin"
+dmb_refused "member 0 missing" "member 0 of a cache set cannot be missing" \
+	"0 $len bcache -,$c1 $origin"
 
 check "create with both members" dmb_create c "$c0,$c1" "$origin" origin_uuid $A
 check "opened on 2 devices, logged" dmesg_has "on 2 devices"
