@@ -18,7 +18,10 @@
  * A cache set of several members is checked whole, every member named:
  * each member's superblock and bucket array, member 0's UUID table and
  * journal, and the index with each pointer judged against its member.
- * Its repair is refused for now.
+ * A degraded set is checked without the members it lost (member 0's
+ * superblock marks them failed; or named "-"), as the kernel runs it:
+ * their copies are stale, dirty data with no other copy is lost. Its
+ * repair is refused for now.
  *
  * Exit status: 0 consistent, 1 inconsistencies found (repaired or not,
  * the repair refused included), 2 usage, 3 the device cannot be read or
@@ -59,6 +62,7 @@ static struct kind k_node = { .what = "index node problems" };
 static struct kind k_key = { .what = "index key problems" };
 static struct kind k_data = { .what = "cache space problems" };
 static struct kind k_csum = { .what = "data checksum mismatches" };
+static struct kind k_lost = { .what = "keys of lost dirty data" };
 
 static struct {
 	bool	quiet, verbose, repair, force, data;
@@ -93,6 +97,8 @@ static struct {
 	 */
 	u64	dirty[BCH_UUID_SLOTS];
 	u64	dirty_total;
+	/* dirty sectors whose every copy was on a lost member, per slot */
+	u64	lost[BCH_UUID_SLOTS];
 	char	dirty_unknown[WHY_LEN];
 	char	dirty_partial[WHY_LEN];
 	bool	kernel_drops;
@@ -169,7 +175,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: " PROG " [-r [-f]] [-v] [-q] [-P] [-d] <device> [<device>...]\n"
 		"Check a dm-bcache cache device that no table is using; a cache set of\n"
-		"several devices is checked with every member named, in any order.\n\n"
+		"several devices is checked with every member named, in any order\n"
+		"(but those it marks failed; - for one whose device is lost).\n\n"
 		"  -r, --repair   invalidate what cannot be trusted (never guesses);\n"
 		"                 refused if that loses dirty (not written back) data,\n"
 		"                 and on a set of several devices\n"
@@ -286,18 +293,36 @@ static void check_sb_layout(struct bch_cache *c)
 		S.sb_bad = true;
 }
 
+/* Member @m, which the set lost: not read. */
+static void note_lost(const struct bch_cache *m)
+{
+	unsigned int idx = le32toh(m->sb.dev_idx);
+
+	if (m->unmarked)
+		note("cache set: member %u is named -, but member 0's superblock has it active: the next open marks it failed (name it - in the table); checked as the set would then be, its copies stale",
+		     idx);
+	else
+		note("cache set: member %u failed (member 0's superblock marks it): not read; the set runs degraded, its copies stale (clean data they held is read from the origin, dirty data from its other copy)",
+		     idx);
+}
+
 /* Every member's superblock; member 0's decides for the set. */
 static void check_sb(struct bch_cache *c)
 {
 	const struct bch_sb_disk *sb = &c->sb;
 	u64 flags = le64toh(sb->flags);
-	size_t i;
+	struct bch_cache *m;
+	unsigned int i;
 
-	for (i = 0; i < c->nr_members; i++)
-		check_sb_layout(c->members[i]);
+	bch_for_each_live_member(m, c)
+		check_sb_layout(m);
 	if (S.several)
-		info("cache set: %u members, all named; member 0's superblock (seq %llu) decides",
-		     c->nr_members, (unsigned long long)le64toh(sb->seq));
+		info("cache set: %u members, %s; member 0's superblock (seq %llu) decides",
+		     c->nr_members, bch_set_degraded(c) ? "degraded" : "all named",
+		     (unsigned long long)le64toh(sb->seq));
+	for (i = 0; i < c->nr_members; i++)
+		if (c->members[i]->lost)
+			note_lost(c->members[i]);
 	if (c->members_ahead)
 		note("cache set: a member's superblock is one write ahead of member 0's (a crash between them): the next attach brings it level");
 	if (S.root_why[0])
@@ -472,6 +497,7 @@ static int check_uuids(struct bch_cache *c)
 {
 	const struct bch_sb_disk *sb = &c->sb;
 	unsigned int cur = le32toh(sb->uuid_current), other = !cur, i, used = 0, bad;
+	struct bch_cache *m;
 	u32 csum, ocsum;
 
 	S.uuid_other = bch_read_region(&c->dev, le64toh(sb->uuid_offset[other]),
@@ -505,10 +531,10 @@ static int check_uuids(struct bch_cache *c)
 	info("UUID table: copy %u (current) ok: %u of %u slots in use", cur, used,
 	     BCH_UUID_SLOTS);
 	/* every member holds the table; the kernel reads member 0's and rewrites all */
-	for (i = 1; i < c->nr_members; i++)
-		if (!c->members[i]->uuid_csum_ok)
+	bch_for_each_live_member(m, c)
+		if (!m->uuid_csum_ok)
 			note("%sUUID table copy %u fails its checksum (member 0's is the one read; the next write rewrites it)",
-			     mname(c->members[i]), le32toh(c->members[i]->sb.uuid_current));
+			     mname(m), le32toh(m->sb.uuid_current));
 	if (ocsum != le32toh(sb->uuid_csum_other))
 		note("UUID table copy %u (previous): checksum mismatch (stored 0x%08x, computed 0x%08x): no fallback if the current one goes bad",
 		     other, le32toh(sb->uuid_csum_other), ocsum);
@@ -702,6 +728,7 @@ struct walk {
 	struct extent	*live;
 	size_t		nlive, live_size;
 	u64		live_total, nkeys;	/* live keys */
+	u64		nlost;			/* lost keys (BCH_KEY_LOST) */
 	u64		nodes;
 	bool		oom;
 };
@@ -715,7 +742,7 @@ static bool check_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 	char where[96];
 	int r;
 
-	if (st == BCH_KEY_LIVE)
+	if (bch_key_kept(st))
 		return false;
 	r = seen_add(&w->dead, k->inode, k->end);
 	if (r < 0)
@@ -804,6 +831,9 @@ static void check_node(struct bch_cache *c, struct walk *w, const struct bch_bke
 		S.index_bad = true;
 		return;
 	}
+	/* not read: the load failed first (the kernel's does too) */
+	if (m->lost)
+		return;
 	if (m->prio[bucket].flags & BCH_BUCKET_META) {
 		problem(&k_node, "index node in %s, a metadata bucket", bn);
 		S.index_bad = true;
@@ -927,8 +957,8 @@ static void add_copies(struct bch_cache *c, struct walk *w, const struct bch_bke
 		/* a crash after writeback dropped this copy: the kernel skips it */
 		if (bch_ptr_stale(c, k->ptr[i])) {
 			if (S.verbose)
-				note("index key (%s): its copy on member %u is stale (its bucket was reused): the kernel skips it",
-				     where, dev);
+				note("index key (%s): its copy on member %u is stale (%s): the kernel skips it",
+				     where, dev, m->lost ? "the member is lost" : "its bucket was reused");
 			continue;
 		}
 		w->live_sectors[dev][bch_ptr_sector(k->ptr[i]) / m->bucket_size] += k->size;
@@ -948,13 +978,37 @@ static void add_copies(struct bch_cache *c, struct walk *w, const struct bch_bke
 	}
 }
 
+/*
+ * Lost key @k: dirty, every copy of it on a lost member. The kernel keeps
+ * it and fails reads of it: writes its origin never got are gone.
+ */
+static void check_lost(struct walk *w, const struct bch_bkey *k, const char *where)
+{
+	char on[32];
+	size_t len = 0;
+	unsigned int i;
+
+	for (i = 0; i < k->nptrs && len < sizeof(on); i++)
+		len += snprintf(on + len, sizeof(on) - len, "%s%u", i ? " and " : "",
+				bch_ptr_dev(k->ptr[i]));
+	problem(&k_lost, "index key (%s): dirty, and every copy of it was on a lost member (member%s %s): its data is gone, reads of it fail (its origin is older)",
+		where, k->nptrs > 1 ? "s" : "", on);
+	S.lost[bch_inode_slot(k->inode)] += k->size;
+	w->nlost++;
+}
+
 static void check_live(struct bch_cache *c, struct walk *w, const struct bch_bkey *k)
 {
 	const struct bch_uuid_disk *u = &c->uuids[bch_inode_slot(k->inode)];
+	enum bch_key_state st = bch_key_state(c, k);
 	char where[96];
 
 	key_where(k, where, sizeof(where));
-	if (bch_key_state(c, k) != BCH_KEY_LIVE ||
+	if (st == BCH_KEY_LOST) {
+		check_lost(w, k, where);
+		return;
+	}
+	if (st != BCH_KEY_LIVE ||
 	    !(le32toh(u->flags) & BCH_UUID_VALID) || (le32toh(u->flags) & BCH_UUID_EPHEMERAL)) {
 		problem(&k_key, "index key (%s): live, but its UUID slot is not a valid persistent one",
 			where);
@@ -1024,12 +1078,15 @@ static void check_member_leaks(struct bch_cache *c, struct bch_cache *m, unsigne
  */
 static void check_states(struct bch_cache *c, struct walk *w, u64 jkeys)
 {
+	struct bch_cache *m;
 	unsigned int i;
 
 	if (!bch_bucket_state_valid(&c->sb))
 		return;
-	for (i = 0; i < c->nr_members && !jkeys; i++)
-		check_member_data(c, c->members[i], i, w);
+	if (!jkeys) {
+		bch_for_each_live_member(m, c)
+			check_member_data(c, m, bch_member_idx(m), w);
+	}
 	for (i = 0; i < BCH_UUID_SLOTS && !jkeys; i++) {
 		if (S.dirty[i] > le64toh(c->uuids[i].dirty)) {
 			problem(&k_uuid, "UUID slot %u: %llu dirty sectors, but the table says %llu",
@@ -1038,8 +1095,10 @@ static void check_states(struct bch_cache *c, struct walk *w, u64 jkeys)
 			S.state_bad = true;
 		}
 	}
-	for (i = 0; i < c->nr_members && c->clean; i++)
-		check_member_leaks(c, c->members[i], i, w);
+	if (c->clean) {
+		bch_for_each_live_member(m, c)
+			check_member_leaks(c, m, bch_member_idx(m), w);
+	}
 }
 
 /* After the walk: what needs every key seen. */
@@ -1052,8 +1111,8 @@ static void check_space(struct bch_cache *c, struct walk *w)
 	u64 n;
 
 	/* a checkpoint node the replay split away still holds the checkpoint */
-	for (dev = 0; dev < c->nr_members; dev++) {
-		m = c->members[dev];
+	bch_for_each_live_member(m, c) {
+		dev = bch_member_idx(m);
 		for (n = m->first_bucket; n < m->nbuckets; n++) {
 			if ((w->node[dev][n] || m->node_level[n]) && w->live_sectors[dev][n]) {
 				problem(&k_data, "%s holds an index node and %u sectors of live data",
@@ -1081,14 +1140,14 @@ static void check_space(struct bch_cache *c, struct walk *w)
 
 static bool count_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 {
-	return bch_key_state(bch_cache_of(b), k) != BCH_KEY_LIVE;
+	return !bch_key_kept(bch_key_state(bch_cache_of(b), k));
 }
 
+/* Lost keys hide older ones, but their data is not on the cache: not counted. */
 static void count_fn(struct bch_btree *b, const struct bch_bkey *k, bool is_node, void *arg)
 {
-	(void)b;
 	(void)arg;
-	if (!is_node)
+	if (!is_node && bch_key_state(bch_cache_of(b), k) == BCH_KEY_LIVE)
 		count_dirty(k);
 }
 
@@ -1127,20 +1186,35 @@ static void recount_dirty(struct bch_cache *c)
 			  c->load_msg[0] ? c->load_msg : strerror(-r));
 }
 
-static void report_dirty(const struct bch_cache *c)
+/*
+ * "@what: slot S (uuid U): @least N sectors (SIZE) @tail" for each slot
+ * with sectors in @per_slot; the number of those slots.
+ */
+static unsigned int report_slots(const struct bch_cache *c, const u64 *per_slot,
+				 const char *what, const char *least, const char *tail)
 {
 	char size[BCH_SIZE_STR_LEN], uuid[BCH_UUID_STR_LEN];
 	unsigned int i, slots = 0;
 
 	for (i = 0; i < BCH_UUID_SLOTS; i++) {
-		if (!S.dirty[i])
+		if (!per_slot[i])
 			continue;
 		slots++;
 		bch_uuid_format(c->uuids[i].uuid, uuid);
-		bch_format_size(S.dirty[i] << BCH_SECTOR_SHIFT, size);
-		info("dirty: slot %u (uuid %s): %s%llu sectors (%s) exist only on this cache: not yet written back to the origin",
-		     i, uuid, at_least(), (unsigned long long)S.dirty[i], size);
+		bch_format_size(per_slot[i] << BCH_SECTOR_SHIFT, size);
+		info("%s: slot %u (uuid %s): %s%llu sectors (%s) %s", what, i, uuid, least,
+		     (unsigned long long)per_slot[i], size, tail);
 	}
+	return slots;
+}
+
+static void report_dirty(const struct bch_cache *c)
+{
+	char size[BCH_SIZE_STR_LEN];
+	unsigned int slots;
+
+	slots = report_slots(c, S.dirty, "dirty", at_least(),
+			     "exist only on this cache: not yet written back to the origin");
 	bch_format_size(S.dirty_total << BCH_SECTOR_SHIFT, size);
 	if (S.dirty_unknown[0])
 		info("dirty: unknown: %s, so the dirty data it may hold (written in writeback mode, not yet written back to its origin) cannot be counted",
@@ -1163,7 +1237,7 @@ static void check_index(struct bch_cache *c)
 {
 	struct walk w = { 0 };
 	struct bch_replay rp;
-	char sectors[BCH_SIZE_STR_LEN], dead[256] = "", journal[128] = "";
+	char sectors[BCH_SIZE_STR_LEN], dead[256] = "", journal[128] = "", lost[48] = "";
 	size_t len = 0;
 	u64 used = 0, n, ndead = 0;
 	unsigned int i;
@@ -1256,15 +1330,18 @@ static void check_index(struct bch_cache *c)
 			len = sizeof(dead) - 1;
 	}
 	bch_format_size(w.live_total << BCH_SECTOR_SHIFT, sectors);
+	if (w.nlost)
+		snprintf(lost, sizeof(lost), ", %llu lost key%s", (unsigned long long)w.nlost,
+			 w.nlost == 1 ? "" : "s");
 	if (rp.entries)
 		snprintf(journal, sizeof(journal), "; %s + %llu journal key%s",
 			 bch_sb_has_root(&c->sb) ? "checkpoint" : "no checkpoint",
 			 (unsigned long long)rp.keys, rp.keys == 1 ? "" : "s");
-	info("index: %u level%s, %llu node%s, %llu live keys (%s in %llu bucket%s), %llu dead keys%s%s%s%s",
+	info("index: %u level%s, %llu node%s, %llu live keys (%s in %llu bucket%s)%s, %llu dead keys%s%s%s%s",
 	     bch_btree_depth(&c->b), bch_btree_depth(&c->b) == 1 ? "" : "s",
 	     (unsigned long long)w.nodes, w.nodes == 1 ? "" : "s", (unsigned long long)w.nkeys,
 	     sectors,
-	     (unsigned long long)used, used == 1 ? "" : "s", (unsigned long long)ndead,
+	     (unsigned long long)used, used == 1 ? "" : "s", lost, (unsigned long long)ndead,
 	     len ? " (" : "", dead,
 	     len ? ")" : "", journal);
 	if (rp.bad)
@@ -1289,6 +1366,8 @@ out:
 		dirty_why(S.dirty_unknown, "the index could not be checked (out of memory)");
 	}
 	report_dirty(c);
+	report_slots(c, S.lost, "lost", "",
+		     "of dirty data were only on lost members: gone, reads of them fail (the origin is older)");
 	c->bad_set = NULL;
 	c->arg = NULL;
 	free(w.dead.tab);
@@ -1539,8 +1618,8 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	static const struct kind *kinds[] = { &k_sb, &k_prio, &k_uuid, &k_journal, &k_node, &k_key,
-					      &k_data, &k_csum };
-	struct bch_cache c;
+					      &k_data, &k_csum, &k_lost };
+	struct bch_cache c, *m;
 	const char *path;
 	unsigned int i, n;
 	bool progress = false;
@@ -1599,7 +1678,8 @@ int main(int argc, char **argv)
 	}
 	S.several = c.nr_members > 1;
 	for (i = 0; i < n; i++)
-		if (!S.repair_rw && bch_dev_in_use(argv[optind + i]))
+		if (!S.repair_rw && !bch_missing_name(argv[optind + i]) &&
+		    bch_dev_in_use(argv[optind + i]))
 			note("%s is in use (by a dm-bcache table?): the check may see metadata change under it",
 			     argv[optind + i]);
 
@@ -1611,8 +1691,8 @@ int main(int argc, char **argv)
 		bch_cache_close(&c);
 		return EXIT_UNREADABLE;
 	}
-	for (i = 0; i < c.nr_members; i++) {
-		if (check_prio(c.members[i])) {
+	bch_for_each_live_member(m, &c) {
+		if (check_prio(m)) {
 			if (!S.quiet)
 				fprintf(stderr, PROG ": %s\n", bch_strerror());
 			bch_cache_close(&c);

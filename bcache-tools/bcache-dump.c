@@ -8,6 +8,8 @@
  * Every line is "kind fields...", lines starting with '#' are comments;
  * the formats are in the man page. A cache set of several devices is
  * dumped with every member named: a pointer is then MEMBER:BUCKET+OFFSET.
+ * A degraded set is dumped without the members it lost (not read: their
+ * copies stale, as the kernel judges them).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -24,7 +26,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: " PROG " [--btree] [--journal] [--uuids] [--buckets] [-P] <device> [<device>...]\n"
 		"Print the metadata of a dm-bcache cache device (default: all of it);\n"
-		"of a cache set of several devices, with every member named.\n\n"
+		"of a cache set of several devices, with every member named (but those\n"
+		"it marks failed; - for one whose device is lost).\n\n"
 		"  -b, --btree    the index: one line per node and per key\n"
 		"  -j, --journal  the journal: one line per entry and per key\n"
 		"  -u, --uuids    the UUID slots in use\n"
@@ -253,10 +256,10 @@ static int64_t print_journal(struct bch_cache *c, bool print, bool *bad)
 /* Does every member's current bucket array pass its checksum? */
 static bool prio_ok(const struct bch_cache *c)
 {
-	unsigned int i;
+	struct bch_cache *m;
 
-	for (i = 0; i < c->nr_members; i++)
-		if (!c->members[i]->prio_csum_ok)
+	bch_for_each_live_member(m, c)
+		if (!m->prio_csum_ok)
 			return false;
 	return true;
 }
@@ -478,7 +481,7 @@ static u32 member_copies(const struct bch_cache *set, unsigned int dev,
 	return n;
 }
 
-/* Member @dev's buckets (@c) of the set @set. */
+/* Member @dev's buckets (@c) of the set @set; none of a lost member. */
 static int print_buckets(struct bch_cache *set, unsigned int dev, const struct dump *d,
 			 bool have_index)
 {
@@ -486,11 +489,16 @@ static int print_buckets(struct bch_cache *set, unsigned int dev, const struct d
 	u64 meta = 0, journal = 0, btree = 0, data = 0, free_ = 0, live = 0, i, gens[256] = { 0 };
 	u64 dirty = 0;
 	u64 pmin = U64_MAX, pmax = 0, psum = 0;
-	u32 *sectors = calloc(c->nbuckets, sizeof(*sectors));
-	u8 *node = calloc(c->nbuckets, 1);
+	u32 *sectors, n;
+	u8 *node;
 	size_t j;
-	u32 n;
 
+	if (c->lost) {
+		printf("member %u -\n# buckets: a lost member: not read\n", dev);
+		return 0;
+	}
+	sectors = calloc(c->nbuckets, sizeof(*sectors));
+	node = calloc(c->nbuckets, 1);
 	if (!sectors || !node) {
 		free(sectors);
 		free(node);
@@ -561,6 +569,26 @@ static int print_buckets(struct bch_cache *set, unsigned int dev, const struct d
 	return 0;
 }
 
+/* The first comment, of member @i of the set @c. */
+static void print_member(const struct bch_cache *c, unsigned int i)
+{
+	const struct bch_cache *m = c->members[i];
+	char dev[BCH_UUID_STR_LEN], set[BCH_UUID_STR_LEN];
+
+	bch_uuid_format(m->sb.uuid, dev);
+	bch_uuid_format(c->sb.set_uuid, set);
+	printf("# %s: dm-bcache cache %s, cache set %s", m->dev.path, dev, set);
+	if (c->nr_members > 1)
+		printf(", member %u of %u", i, c->nr_members);
+	if (m->lost && m->unmarked)
+		printf(", named -: active in member 0's superblock, the next open marks it failed; shown as then, not read\n");
+	else if (m->lost)
+		printf(", failed (member 0's superblock marks it): not read\n");
+	else
+		printf(", %s, seq %llu\n", c->clean ? "clean" : "dirty",
+		       (unsigned long long)le64toh(m->sb.seq));
+}
+
 /* A member opened read-only (bch_set_open()). */
 static int open_member(struct bch_cache *m, const char *path)
 {
@@ -581,7 +609,6 @@ int main(int argc, char **argv)
 	bool btree = false, journal = false, uuids = false, buckets = false, bad = false;
 	bool have_index = false, progress = false;
 	struct bch_replay rp = { 0 };
-	char dev[BCH_UUID_STR_LEN], set[BCH_UUID_STR_LEN];
 	struct dump d = { 0 };
 	struct bch_cache c;
 	unsigned int i, n;
@@ -635,20 +662,9 @@ int main(int argc, char **argv)
 		bch_cache_close(&c);
 		return 3;
 	}
-	for (i = 0; i < c.nr_members; i++) {
-		struct bch_cache *m = c.members[i];
-
-		bch_uuid_format(m->sb.uuid, dev);
-		bch_uuid_format(m->sb.set_uuid, set);
-		printf("# %s: dm-bcache cache %s, cache set %s", m->dev.path, dev, set);
-		if (c.nr_members > 1)
-			printf(", member %u of %u", i, c.nr_members);
-		printf(", %s, seq %llu\n", c.clean ? "clean" : "dirty",
-		       (unsigned long long)le64toh(m->sb.seq));
-		if (!m->prio_csum_ok)
-			bad = true;
-	}
-	if (!c.uuid_csum_ok)
+	for (i = 0; i < c.nr_members; i++)
+		print_member(&c, i);
+	if (!prio_ok(&c) || !c.uuid_csum_ok)
 		bad = true;
 
 	if (btree || buckets)

@@ -18,12 +18,14 @@
 
 const char * const bch_key_state_names[BCH_KEY_NR_STATES] = {
 	[BCH_KEY_LIVE]		= "live",
+	[BCH_KEY_LOST]		= "lost",
 	[BCH_KEY_DEAD_RANGE]	= "dead:bad-pointer",
 	[BCH_KEY_DEAD_FUTURE]	= "dead:future-epoch",
 	[BCH_KEY_DEAD_STALE]	= "dead:stale-gen",
 	[BCH_KEY_DEAD_EPOCH]	= "dead:old-epoch",
 	[BCH_KEY_DEAD_FREE]	= "dead:free-slot",
 	[BCH_KEY_DEAD_EPHEMERAL] = "dead:ephemeral-slot",
+	[BCH_KEY_DEAD_FAILED]	= "dead:failed-member",
 };
 
 /* What bch_compat.h wants from a userspace program. */
@@ -63,7 +65,22 @@ bool bch_ptr_stale(const struct bch_cache *c, u64 p)
 {
 	const struct bch_cache *m = bch_member(c, bch_ptr_dev(p));
 
-	return m->prio[bch_ptr_sector(p) / m->bucket_size].gen != bch_ptr_gen(p);
+	/* a lost member's data is as good as reused (the kernel's member.c) */
+	return m->lost || m->prio[bch_ptr_sector(p) / m->bucket_size].gen != bch_ptr_gen(p);
+}
+
+/*
+ * Is every copy of @k on a lost member (the kernel's bch_key_lost())? A
+ * copy whose bucket a live member reused was written back: not lost.
+ */
+static bool key_lost(const struct bch_cache *c, const struct bch_bkey *k)
+{
+	unsigned int i;
+
+	for (i = 0; i < k->nptrs; i++)
+		if (!bch_member(c, bch_ptr_dev(k->ptr[i]))->lost)
+			return false;
+	return k->nptrs > 0;
 }
 
 /* Is data pointer @p outside its member's data buckets? */
@@ -83,7 +100,9 @@ static bool ptr_out_of_range(const struct bch_cache *c, u64 p)
  * As the kernel decides at the next attach (bch_uuids_recover(), then
  * bch_key_dead()), plus the two states that only corruption produces. A
  * slot still marked attached was held when the cache went down: its data
- * stands (the journal recovers it after a crash).
+ * stands (the journal recovers it after a crash). A key with no live copy
+ * whose copies are all on lost members is dead if clean (its origin has
+ * the data), kept and lost if dirty.
  */
 enum bch_key_state bch_key_state(const struct bch_cache *c, const struct bch_bkey *k)
 {
@@ -100,15 +119,17 @@ enum bch_key_state bch_key_state(const struct bch_cache *c, const struct bch_bke
 		return BCH_KEY_DEAD_FUTURE;
 	for (i = 0; i < k->nptrs; i++)
 		live += !bch_ptr_stale(c, k->ptr[i]);
-	if (!live)
+	if (!live && !key_lost(c, k))
 		return BCH_KEY_DEAD_STALE;
+	if (!live && !(k->flags & BCH_KEY_DIRTY))
+		return BCH_KEY_DEAD_FAILED;
 	if (!(flags & BCH_UUID_VALID))
 		return BCH_KEY_DEAD_FREE;
 	if (bch_inode_epoch(k->inode) != epoch)
 		return BCH_KEY_DEAD_EPOCH;
 	if (flags & BCH_UUID_EPHEMERAL)
 		return BCH_KEY_DEAD_EPHEMERAL;
-	return BCH_KEY_LIVE;
+	return live ? BCH_KEY_LIVE : BCH_KEY_LOST;
 }
 
 const char *bch_index_key_invalid(struct bch_btree *b, const struct bch_bkey *k)
@@ -163,6 +184,16 @@ struct bch_cache *bch_member(const struct bch_cache *c, unsigned int dev)
 	return dev < c->nr_members ? c->members[dev] : NULL;
 }
 
+bool bch_set_degraded(const struct bch_cache *c)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->nr_members; i++)
+		if (c->members[i]->lost)
+			return true;
+	return false;
+}
+
 const char *bch_bucket_name(const struct bch_cache *c, unsigned int dev, u64 nr)
 {
 	static char buf[4][48];
@@ -182,26 +213,30 @@ static unsigned int members_in_use(const struct bch_sb_disk *sb)
 	return bch_sb_members(sb, BCH_MEMBER_ACTIVE) + bch_sb_members(sb, BCH_MEMBER_FAILED);
 }
 
-/* Same set, layout version and sizes, each member once. */
-static int check_named(struct bch_cache **m, unsigned int n)
+/* Same set, layout version and sizes, each member once (NULL: "-"), as @first. */
+static int check_named(struct bch_cache **m, unsigned int n, const struct bch_cache *first)
 {
+	const struct bch_sb_disk *b = &first->sb;
 	unsigned int i, j;
 
 	for (i = 0; i < n; i++) {
-		const struct bch_sb_disk *a = &m[i]->sb, *b = &m[0]->sb;
+		const struct bch_sb_disk *a;
 
+		if (!m[i])
+			continue;
+		a = &m[i]->sb;
 		if (memcmp(a->set_uuid, b->set_uuid, 16) || a->version != b->version ||
 		    a->block_size != b->block_size || a->bucket_size != b->bucket_size)
 			return bch_err("%s and %s are devices of different cache sets",
-				       m[0]->dev.path, m[i]->dev.path);
+				       first->dev.path, m[i]->dev.path);
 		for (j = 0; j < i; j++)
-			if (a->dev_idx == m[j]->sb.dev_idx)
+			if (m[j] && a->dev_idx == m[j]->sb.dev_idx)
 				return bch_err("%s and %s are both member %u of the set (a device named twice?)",
 					       m[j]->dev.path, m[i]->dev.path, le32toh(a->dev_idx));
 	}
-	if (le32toh(m[0]->sb.version) == 2)
+	if (le32toh(b->version) == 2)
 		return bch_err("%s is a version 2 cache: a set of several devices needs format version 3",
-			       m[0]->dev.path);
+			       first->dev.path);
 	return 0;
 }
 
@@ -216,6 +251,8 @@ static int check_seqs(struct bch_cache **m, unsigned int n, const struct bch_cac
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
+		if (!m[i])
+			continue;
 		seq = le64toh(m[i]->sb.seq);
 		if (seq == seq0 + 1)
 			*ahead = true;
@@ -227,87 +264,192 @@ static int check_seqs(struct bch_cache **m, unsigned int n, const struct bch_cac
 	return 0;
 }
 
-/* Every member that member 0 names ACTIVE is named, numbered from 0, as it says. */
-static int check_table(struct bch_cache **m, unsigned int n, const struct bch_cache *m0)
+/*
+ * Device @m against its entry in member 0's table (@m0, @nr members in
+ * use, numbered from 0): a member it names ACTIVE, as it names it. One
+ * it names FAILED is refused: its superblock stopped being written when
+ * it was lost.
+ */
+static int check_entry(const struct bch_cache *m0, const struct bch_cache *m, unsigned int nr)
 {
-	const struct bch_sb_disk *sb0 = &m0->sb;
-	unsigned int i, active = bch_sb_members(sb0, BCH_MEMBER_ACTIVE);
+	u32 idx = le32toh(m->sb.dev_idx);
+	const struct bch_member_disk *e = &m0->sb.members[idx];
 
-	if (bch_sb_members(sb0, BCH_MEMBER_FAILED))
-		return bch_err("%s: the cache set has a failed member: not supported",
-			       m0->dev.path);
-	if (active != n)
-		return bch_err("the cache set has %u members, %u named: name every member",
-			       active, n);
-	for (i = 0; i < n; i++) {
-		const struct bch_member_disk *e;
-		u32 idx = le32toh(m[i]->sb.dev_idx);
-
-		if (idx >= n)
-			return bch_err("%s is member %u: members not numbered from 0 are not supported",
-				       m[i]->dev.path, idx);
-		e = &sb0->members[idx];
-		if (le32toh(e->state) != BCH_MEMBER_ACTIVE || memcmp(e->uuid, m[i]->sb.uuid, 16) ||
-		    e->nbuckets != m[i]->sb.nbuckets)
-			return bch_err("%s is not the member %u of the set that member 0 names",
-				       m[i]->dev.path, idx);
-	}
+	if (idx >= nr)
+		return bch_err("%s is member %u: members not numbered from 0 are not supported",
+			       m->dev.path, idx);
+	if (le32toh(e->state) == BCH_MEMBER_FAILED)
+		return bch_err("%s is member %u, which its set marks failed (in member 0's superblock): its own superblock is out of date; leave it out (or name it -)",
+			       m->dev.path, idx);
+	if (le32toh(e->state) != BCH_MEMBER_ACTIVE || memcmp(e->uuid, m->sb.uuid, 16) ||
+	    e->nbuckets != m->sb.nbuckets)
+		return bch_err("%s is not the member %u of the set that member 0 names",
+			       m->dev.path, idx);
 	return 0;
 }
 
-/* One device named: a set of one, or refused naming what is missing. */
-static int assemble_one(struct bch_cache *c, struct bch_cache *m)
+/*
+ * The members of member 0's table (@m0, @nr in use) that no device was
+ * named for (!@named[idx]): each FAILED, or ACTIVE and named "-" (the
+ * @dashes stand for those first, then for FAILED ones).
+ */
+static int check_unnamed(const struct bch_cache *m0, const bool *named, unsigned int nr,
+			 unsigned int dashes)
 {
-	const struct bch_sb_disk *sb = &m->sb;
-	unsigned int used = members_in_use(sb);
+	unsigned int i, unnamed = 0, active = 0;
+	u32 state;
 
-	if (le32toh(sb->version) != 2 && used > 1) {
-		if (bch_sb_members(sb, BCH_MEMBER_FAILED))
-			return bch_err("%s is member %u of a set of %u members: a set with a failed member is not supported",
-				       m->dev.path, le32toh(sb->dev_idx), used);
-		return bch_err("%s is member %u of a set of %u members: %u member%s missing: name every member of the set",
-			       m->dev.path, le32toh(sb->dev_idx), used, used - 1,
-			       used - 1 == 1 ? " is" : "s are");
+	for (i = 0; i < nr; i++) {
+		if (named[i])
+			continue;
+		state = le32toh(m0->sb.members[i].state);
+		if (state != BCH_MEMBER_ACTIVE && state != BCH_MEMBER_FAILED)
+			return bch_err("%s: the members of its cache set are not numbered from 0: not supported",
+				       m0->dev.path);
+		unnamed++;
+		active += state == BCH_MEMBER_ACTIVE;
 	}
+	if (active > dashes)
+		return bch_err("%s is member 0 of a set of %u members: %u member%s missing: name every member of the set (- for one whose device is lost)",
+			       m0->dev.path, nr, active - dashes,
+			       active - dashes == 1 ? " is" : "s are");
+	if (dashes > unnamed)
+		return bch_err("%s is member 0 of a set of %u members: %u named -, but %u member%s not named",
+			       m0->dev.path, nr, dashes, unnamed, unnamed == 1 ? " is" : "s are");
+	return 0;
+}
+
+/*
+ * The set member 0 (@m0, one of the @n named) decides, as the kernel's
+ * bch_members_place(): its members in use into *@nr, those a device was
+ * named for into @named[].
+ */
+static int check_set(struct bch_cache **m, unsigned int n, const struct bch_cache *m0,
+		     unsigned int *nr, bool *named, bool *ahead)
+{
+	unsigned int i, dashes = 0;
+
+	*nr = members_in_use(&m0->sb);
+	for (i = 0; i < n; i++) {
+		if (!m[i]) {
+			dashes++;
+			continue;
+		}
+		if (check_entry(m0, m[i], *nr))
+			return -1;
+		named[le32toh(m[i]->sb.dev_idx)] = true;
+	}
+	if (check_unnamed(m0, named, *nr, dashes))
+		return -1;
+	return check_seqs(m, n, m0, ahead);
+}
+
+/* A device named alone, a set of one: v2, or the only member in use. */
+static bool set_of_one(const struct bch_sb_disk *sb)
+{
+	return le32toh(sb->version) == 2 || members_in_use(sb) <= 1;
+}
+
+/* One device named, a set of one: @c. */
+static void assemble_one(struct bch_cache *c, struct bch_cache *m)
+{
 	*c = *m;
 	free(m);
 	bch_cache_sb_fields(c);
-	return 0;
 }
 
-int bch_set_assemble(struct bch_cache *c, struct bch_cache **named, unsigned int n)
+/*
+ * Member @idx, which the set lost (not named): no device, its geometry
+ * from member 0's (@m0) table, as the kernel's bch_member_missing().
+ */
+static struct bch_cache *member_lost(const struct bch_cache *m0, unsigned int idx)
 {
-	struct bch_cache *m0 = NULL;
-	unsigned int i, idx;
-	bool ahead = false;
+	const struct bch_member_disk *e = &m0->sb.members[idx];
+	struct bch_cache *m = calloc(1, sizeof(*m));
 
-	if (n == 1) {
-		if (assemble_one(c, named[0]))
-			return -1;
-		named[0] = NULL;
-		return 0;
+	if (!m) {
+		bch_err("out of memory");
+		return NULL;
 	}
-	if (check_named(named, n))
-		return -1;
-	for (i = 0; i < n; i++)
-		if (!named[i]->sb.dev_idx)
-			m0 = named[i];
-	if (!m0)
-		return bch_err("no device named is member 0 of the cache set: name every member");
-	if (check_seqs(named, n, m0, &ahead) || check_table(named, n, m0))
-		return -1;
+	m->dev.fd = -1;
+	m->dev.path = "-";
+	m->sb.version = m0->sb.version;
+	m->sb.dev_idx = htole32(idx);
+	memcpy(m->sb.uuid, e->uuid, sizeof(m->sb.uuid));
+	m->sb.block_size = m0->sb.block_size;
+	m->sb.bucket_size = e->bucket_size;
+	m->sb.nbuckets = e->nbuckets;
+	m->sb.first_bucket = htole64(bch_first_bucket(le64toh(e->nbuckets),
+						      le32toh(e->bucket_size)));
+	bch_cache_sb_fields(m);
+	m->lost = true;
+	m->unmarked = le32toh(e->state) == BCH_MEMBER_ACTIVE;
+	return m;
+}
+
+/* @c (member 0, from @m0) owns the @n devices @named and the lost members @lost. */
+static void set_place(struct bch_cache *c, struct bch_cache *m0, struct bch_cache **named,
+		      unsigned int n, struct bch_cache **lost, unsigned int nr)
+{
+	unsigned int i;
+
 	*c = *m0;
-	c->members_ahead = ahead;
 	for (i = 0; i < n; i++) {
-		idx = le32toh(named[i]->sb.dev_idx);
-		c->members[idx] = named[i] == m0 ? c : named[i];
-		bch_sb_geom(&named[i]->sb, &c->geom[idx]);
+		if (!named[i])
+			continue;
+		c->members[le32toh(named[i]->sb.dev_idx)] = named[i] == m0 ? c : named[i];
 		if (named[i] != m0)
 			bch_cache_sb_fields(named[i]);
 		named[i] = NULL;
 	}
-	c->nr_members = n;
+	for (i = 0; i < nr; i++) {
+		if (lost[i])
+			c->members[i] = lost[i];
+		bch_sb_geom(&c->members[i]->sb, &c->geom[i]);
+	}
+	c->nr_members = nr;
 	free(m0);
+}
+
+int bch_set_assemble(struct bch_cache *c, struct bch_cache **named, unsigned int n)
+{
+	struct bch_cache *first = NULL, *m0 = NULL, *lost[BCH_MAX_MEMBERS] = { NULL };
+	bool is_named[BCH_MAX_MEMBERS] = { false }, ahead = false;
+	unsigned int i, nr;
+
+	for (i = 0; i < n; i++) {
+		if (named[i] && !first)
+			first = named[i];
+		if (named[i] && !named[i]->sb.dev_idx)
+			m0 = named[i];
+	}
+	if (!first)
+		return bch_err("no device named: member 0 of a cache set cannot be missing");
+	if (n == 1 && set_of_one(&first->sb)) {
+		assemble_one(c, first);
+		named[0] = NULL;
+		return 0;
+	}
+	if (check_named(named, n, first))
+		return -1;
+	if (!m0)
+		return bch_err("%s is member %u of a set of %u members: member 0 is not named: name it (it holds the index: the set cannot do without it)",
+			       first->dev.path, le32toh(first->sb.dev_idx),
+			       members_in_use(&first->sb));
+	if (check_set(named, n, m0, &nr, is_named, &ahead))
+		return -1;
+	for (i = 0; i < nr; i++) {
+		if (is_named[i])
+			continue;
+		lost[i] = member_lost(m0, i);
+		if (!lost[i]) {
+			while (i--)
+				free(lost[i]);
+			return -1;
+		}
+	}
+	set_place(c, m0, named, n, lost, nr);
+	c->members_ahead = ahead;
 	return 0;
 }
 
@@ -346,10 +488,10 @@ int bch_cache_read_meta(struct bch_cache *c)
 
 int bch_set_read_meta(struct bch_cache *c)
 {
-	unsigned int i;
+	struct bch_cache *m;
 
-	for (i = 0; i < c->nr_members; i++)
-		if (bch_cache_read_meta(c->members[i]))
+	bch_for_each_live_member(m, c)
+		if (bch_cache_read_meta(m))
 			return -1;
 	return 0;
 }
@@ -434,6 +576,8 @@ int bch_index_io(struct bch_btree *b, bool write, u64 bucket, u32 offset, void *
 	if (!m || nr < m->first_bucket || nr >= m->nbuckets ||
 	    offset + (u64)sectors > m->bucket_size)
 		return -EINVAL;
+	if (m->lost)
+		return -EIO;	/* a node on a lost member: the index is lost */
 	off = (nr * m->bucket_size + offset) << BCH_SECTOR_SHIFT;
 	if (write)
 		return bch_pwrite_all(&m->dev, buf, len, off) ? -EIO : 0;
@@ -648,6 +792,8 @@ int bch_set_open(struct bch_cache *c, char **paths, unsigned int n,
 	if (n > BCH_MAX_MEMBERS)
 		return bch_err("a cache set has at most %u members", BCH_MAX_MEMBERS);
 	for (i = 0; i < n; i++) {
+		if (bch_missing_name(paths[i]))
+			continue;
 		m[i] = malloc(sizeof(*m[i]));
 		if (!m[i]) {
 			bch_err("out of memory");

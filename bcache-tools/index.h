@@ -9,10 +9,14 @@
  * does at open; bch_index_io() reads and writes node buckets on the device.
  * A cache set of several devices is a struct bch_cache per member, member
  * 0's holding the set (bch_set_assemble()): its superblock, UUID table,
- * journal and index; each member its own device and bucket array.
+ * journal and index; each member its own device and bucket array. A
+ * member the set lost has neither (lost): as in the kernel, its copies
+ * count as stale (bch_ptr_stale()).
  */
 #ifndef _BCACHE_TOOLS_INDEX_H
 #define _BCACHE_TOOLS_INDEX_H
+
+#include <string.h>
 
 #include "bset.h"
 #include "lib.h"
@@ -54,6 +58,13 @@ struct bch_cache {
 	struct bch_cache	*members[BCH_MAX_MEMBERS];
 	struct bch_member_geom	geom[BCH_MAX_MEMBERS];
 	bool			members_ahead;
+	/*
+	 * A member of the set that is lost: member 0's superblock marks it
+	 * FAILED, or it was named "-" (unmarked: still ACTIVE there, the
+	 * kernel marks it at the next open). No device, no bucket array:
+	 * only its geometry, from member 0's member table.
+	 */
+	bool			lost, unmarked;
 	/* nodes made while replaying the journal: memory only, from nbuckets up */
 	u64			mem_next;
 	/*
@@ -76,16 +87,28 @@ struct bch_replay {
 /* What the kernel would make of a leaf key at the next attach. */
 enum bch_key_state {
 	BCH_KEY_LIVE,
+	/*
+	 * Dirty, every copy on a lost member: the kernel keeps it, and reads
+	 * of it fail (its origin is older). Not dead: it hides older keys.
+	 */
+	BCH_KEY_LOST,
 	BCH_KEY_DEAD_RANGE,	/* pointer outside the data buckets: corrupt */
 	BCH_KEY_DEAD_FUTURE,	/* epoch newer than its slot's: corrupt */
 	BCH_KEY_DEAD_STALE,	/* bucket generation moved on */
 	BCH_KEY_DEAD_EPOCH,	/* slot invalidated since */
 	BCH_KEY_DEAD_FREE,	/* slot not in use */
 	BCH_KEY_DEAD_EPHEMERAL,	/* slot freed at the next attach */
+	BCH_KEY_DEAD_FAILED,	/* clean, every copy on a lost member */
 	BCH_KEY_NR_STATES
 };
 
 extern const char * const bch_key_state_names[BCH_KEY_NR_STATES];
+
+/* Does the kernel keep a key in this state in the index? */
+static inline bool bch_key_kept(enum bch_key_state st)
+{
+	return st == BCH_KEY_LIVE || st == BCH_KEY_LOST;
+}
 
 static inline unsigned int bch_inode_slot(u32 inode)
 {
@@ -117,30 +140,64 @@ static inline size_t bch_uuid_bytes(const struct bch_cache *c)
 int bch_cache_open(struct bch_cache *c, const char *path, bool rw);
 /* The fields above from c->sb, once the caller validated it: a set of one. */
 void bch_cache_sb_fields(struct bch_cache *c);
+/* A member named "-", as a table names one that is missing. */
+static inline bool bch_missing_name(const char *path)
+{
+	return !strcmp(path, "-");
+}
+
 /*
  * Make @c the set of the @n devices @named (opened, superblocks
- * validated, in any order), by the kernel's rules (bch_members_place()):
- * every member named once, all of one set, each at the set's last
- * superblock write. One device that is the only member in use (ACTIVE or
- * FAILED) is a set of one, as always. On success @c is member 0 and owns
- * the others (named[] is cleared; free()d if it held member 0); else -1
- * with bch_strerror() saying why, named[] left to the caller.
+ * validated, in any order; NULL for one named "-"), by the kernel's rules
+ * (bch_members_place()): member 0's superblock decides; every member it
+ * names ACTIVE is named once, or "-"; one it names FAILED is left out (or
+ * "-"): its device is refused (its superblock stopped being written);
+ * all of one set, each at the set's last superblock write. One device
+ * that is the only member in use (ACTIVE or FAILED) is a set of one, as
+ * always. The members not named are lost. On success @c is member 0 and
+ * owns the others (named[] is cleared; free()d if it held member 0);
+ * else -1 with bch_strerror() saying why, named[] left to the caller.
  */
 int bch_set_assemble(struct bch_cache *c, struct bch_cache **named, unsigned int n);
 /*
  * Open the @n devices at @paths with @open (each a struct bch_cache of
- * its own), then bch_set_assemble() them into @c; 0 or -1. The members'
- * handles that @c does not own are closed either way.
+ * its own; none for "-"), then bch_set_assemble() them into @c; 0 or -1.
+ * The members' handles that @c does not own are closed either way.
  */
 int bch_set_open(struct bch_cache *c, char **paths, unsigned int n,
 		 int (*open)(struct bch_cache *m, const char *path));
 /* Member @dev of the set, or NULL if it has none. */
 struct bch_cache *bch_member(const struct bch_cache *c, unsigned int dev);
+
+/* The next member of @c from index *@i on that is not lost, *@i past it. */
+static inline bool bch_live_member_iter(const struct bch_cache *c,
+					unsigned int *i, struct bch_cache **m)
+{
+	while (*i < c->nr_members) {
+		*m = c->members[(*i)++];
+		if (!(*m)->lost)
+			return true;
+	}
+	return false;
+}
+
+/* Each member @m of the set @c that is not lost (bch_member_idx()). */
+#define bch_for_each_live_member(m, c)					\
+	for (unsigned int _i = 0; bch_live_member_iter(c, &_i, &(m));)
+
+/* A live member's index in its set: its own superblock's. */
+static inline unsigned int bch_member_idx(const struct bch_cache *m)
+{
+	return le32toh(m->sb.dev_idx);
+}
+
+/* Is a member of the set lost? */
+bool bch_set_degraded(const struct bch_cache *c);
 /* "bucket N", or "member M bucket N" in a set of several (rotating buffers). */
 const char *bch_bucket_name(const struct bch_cache *c, unsigned int dev, u64 nr);
 /* Read the current bucket array and UUID table copies and checksum them. */
 int bch_cache_read_meta(struct bch_cache *c);
-/* ... of every member of the set. */
+/* ... of every member of the set that is not lost. */
 int bch_set_read_meta(struct bch_cache *c);
 /* Closes every member of the set. */
 void bch_cache_close(struct bch_cache *c);
@@ -148,9 +205,15 @@ void bch_cache_close(struct bch_cache *c);
 /* A whole metadata region into a new buffer (free() it). */
 void *bch_read_region(struct bch_dev *dev, u64 sector, u64 sectors);
 
-/* Is data pointer @p stale (its bucket's gen moved on)? Pointer in range. */
+/*
+ * Is data pointer @p stale (its bucket's gen moved on, or on a lost
+ * member)? Pointer in range.
+ */
 bool bch_ptr_stale(const struct bch_cache *c, u64 p);
-/* Dead only once every copy is stale (a live key may have one stale copy). */
+/*
+ * Dead only once every copy is stale (a live key may have one stale
+ * copy); lost, not dead, if dirty with every copy on a lost member.
+ */
 enum bch_key_state bch_key_state(const struct bch_cache *c, const struct bch_bkey *k);
 /* bch_jkey_invalid() with the whole set's geometry. */
 const char *bch_set_jkey_invalid(const struct bch_cache *c, const struct bch_jentry *e, u32 i);

@@ -84,9 +84,14 @@
  *                                 superblocks written at one seq
  *     stale1     bump member 1's gen of its first data bucket (the
  *                copies there stale: the keys live through member 0's)
+ *     stale0     the same on member 0 (the dirty keys' copies there)
  *     behind     member 1's superblock a write behind member 0's
  *     ahead      member 1's superblock a write ahead (a crash between)
  *     nodes1     the index nodes on member 1 (from its last bucket down)
+ *     dirty1     8-16 dirty too (its one copy on member 1)
+ *     fail1      then member 1 lost, as the kernel leaves it: FAILED
+ *                in member 0's table, written with the next seq;
+ *                member 1's own superblock as it was
  *
  *   fixture origin FILE ORIGIN [slot=S] [fpwriting]
  *                                 slot S (default 0, which must be valid)
@@ -447,7 +452,7 @@ static void set_key(struct bch_cache *m1, u64 end, bool dirty, const u64 *ptr,
 static int do_set(int argc, char **argv)
 {
 	static struct bch_cache m1;
-	bool stale1 = false;
+	bool stale0 = false, stale1 = false, dirty1 = false, fail1 = false;
 	struct bch_bkey root;
 	unsigned int level;
 	int a, dseq = 0;
@@ -456,6 +461,12 @@ static int do_set(int argc, char **argv)
 	for (a = 2; a < argc; a++) {
 		if (!strcmp(argv[a], "stale1"))
 			stale1 = true;
+		else if (!strcmp(argv[a], "stale0"))
+			stale0 = true;
+		else if (!strcmp(argv[a], "dirty1"))
+			dirty1 = true;
+		else if (!strcmp(argv[a], "fail1"))
+			fail1 = true;
 		else if (!strcmp(argv[a], "behind"))
 			dseq = -1;
 		else if (!strcmp(argv[a], "ahead"))
@@ -488,13 +499,15 @@ static int do_set(int argc, char **argv)
 	p[1] = bch_ptr(1, 0, d1);
 	set_key(&m1, 8, true, p, 2);
 	p[0] = bch_ptr(1, 0, d1 + m1.bucket_size);
-	set_key(&m1, 16, false, p, 1);
+	set_key(&m1, 16, dirty1, p, 1);
 	p[0] = bch_ptr(1, 0, d1 + 8);
 	p[1] = bch_ptr(0, 0, d0 + 8);
 	set_key(&m1, 24, true, p, 2);
 	fx_flush();
 	if (stale1)
 		m1.prio[d1 / m1.bucket_size].gen++;
+	if (stale0)
+		c.prio[d0 / c.bucket_size].gen++;
 
 	bch_btree_root(&c.b, &root, &level);
 	bch_sb_set_root(&c.sb, &root);
@@ -502,6 +515,10 @@ static int do_set(int argc, char **argv)
 	c.sb.flags = htole64(BCH_SB_CLEAN);
 	write_meta();
 	write_member_meta(&m1, dseq);
+	if (fail1) {
+		c.sb.members[1].state = htole32(BCH_MEMBER_FAILED);
+		write_meta();
+	}
 	printf("root %u:%llu level %u data %llu %llu\n", bch_ptr_dev(root.ptr[0]),
 	       (unsigned long long)(bch_key_sector(&root) / c.bucket_size), level,
 	       (unsigned long long)(d0 / c.bucket_size), (unsigned long long)(d1 / m1.bucket_size));

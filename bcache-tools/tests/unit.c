@@ -17,6 +17,12 @@
 
 #include "lib.h"
 
+/* bcache-check's refusals of one member of a set of two */
+#define SET_NO_MEMBER0 \
+	"member 0 is not named: name it (it holds the index: the set cannot do without it)"
+#define SET_ONE_MISSING \
+	"1 member is missing: name every member of the set (- for one whose device is lost)"
+
 #define SET_UUID	"0123abcd-4567-89ab-cdef-0123456789ab"
 #define MiB		(1024ULL * 1024)
 
@@ -864,8 +870,8 @@ static void test_set_format(void)
 	/* neither member can be read alone: their keys may point to the other */
 	for (i = 0; i < 2; i++) {
 		snprintf(want, sizeof(want),
-			 "bcache-check: %s is member %u of a set of 2 members: 1 member is missing: name every member of the set\n",
-			 p[i], i);
+			 "bcache-check: %s is member %u of a set of 2 members: %s\n",
+			 p[i], i, i ? SET_NO_MEMBER0 : SET_ONE_MISSING);
 		rc = run("bcache-check", p[i], NULL);
 		if (!check(rc == 3 && !strcmp(err, want) && !out[0],
 			   "bcache-check on member %u of 2: exit 3, one line", i))
@@ -903,10 +909,10 @@ static void test_set_format(void)
 	      "super-show: a REMOVED member printed as removed");
 	sb[1].members[0].state = htole32(BCH_MEMBER_FAILED);
 	write_sb(p[1], &sb[1]);
+	/* member 0 cannot be lost: it holds the index */
 	check(run("bcache-check", p[1], NULL) == 3 &&
-	      has(err,
-		  "is member 1 of a set of 2 members: a set with a failed member is not supported"),
-	      "bcache-check on a member whose other member is FAILED: refused");
+	      has(err, "is member 1 of a set of 2 members: member 0 is not named"),
+	      "bcache-check on a member whose other member, member 0, is FAILED: refused");
 	check(run("bcache-super-show", p[1], NULL) == 0 &&
 	      has(out, "member.0.state\tfailed\n"),
 	      "super-show: a FAILED member printed as failed");

@@ -817,7 +817,9 @@ if [ "$V" = 3 ]; then
 	run 3 "set: one member alone is refused" bcache-check m0
 	has "set: names what is missing" "m0 is member 0 of a set of 2 members: 1 member is missing: name every member"
 	run 3 "set: the other alone too" bcache-dump m1
-	has "set: dump names what is missing" "m1 is member 1 of a set of 2 members: 1 member is missing"
+	has "set: dump names what is missing" "m1 is member 1 of a set of 2 members: member 0 is not named: name it \(it holds the index"
+	run 3 "set: member 0 named - is refused" bcache-check - m1
+	has "set: member 0 cannot be missing" "m1 is member 1 of a set of 2 members: member 0 is not named"
 	run 3 "set: a member named twice" bcache-check m0 m1 m1
 	has "set: named twice" "m1 and m1 are both member 1 of the set"
 	run 3 "set: a member of another set" bcache-check m0 c
@@ -871,6 +873,68 @@ if [ "$V" = 3 ]; then
 	set2 ah ahead
 	run 0 "set: a member one write ahead (a crash between the two)" bcache-check ah1 ah0
 	has "set: ahead noted" "^note: cache set: a member's superblock is one write ahead of member 0's"
+
+	# --- a degraded set: member 1 lost, FAILED in member 0's table (its
+	# own superblock left as it was, a write behind) -------------------
+	set2 dg fail1
+	run 0 "degraded: member 0 alone, member 1 failed" bcache-check -d dg0
+	has "degraded: said" "^cache set: 2 members, degraded; member 0's superblock \(seq 3\) decides$"
+	has "degraded: the failed member noted" "^note: cache set: member 1 failed \(member 0's superblock marks it\): not read"
+	hasnt "degraded: nothing of member 1 read" "^member 1: "
+	has "degraded: dirty keys live through member 0's copies, the clean one on member 1 dead" "^index: 1 level, 1 node, 2 live keys \(8 KiB in 1 bucket\), 1 dead keys \(1 failed-member\)$"
+	has "degraded: --data reads member 0's copies only" "^data: 2 keys verified against their checksums \(8 KiB read\), 0 mismatched"
+	has "degraded: the dirty data still counted" "^dirty: 16 sectors \(8 KiB\) in total, in 1 slot$"
+	hasnt "degraded: nothing lost" "^(lost|error):"
+	has "degraded: consistent" "^cache set of dg0 \(2 members\): consistent$"
+	run 0 "degraded: the failed member named -" bcache-check dg0 -
+	has "degraded: - is the failed member" "^note: cache set: member 1 failed"
+	run 3 "degraded: the failed member's device is refused" bcache-check dg0 dg1
+	has "degraded: its superblock is out of date" "^bcache-check: dg1 is member 1, which its set marks failed \(in member 0's superblock\): its own superblock is out of date; leave it out \(or name it -\)$"
+	run 3 "degraded: dump refuses it too, in any order" bcache-dump dg1 dg0
+	has "degraded: dump says why" "dg1 is member 1, which its set marks failed"
+	run 3 "degraded: more - than members not named" bcache-check dg0 - -
+	has "degraded: too many -" "dg0 is member 0 of a set of 2 members: 2 named -, but 1 member is not named$"
+	run 0 "degraded: dump" bcache-dump dg0
+	has "degraded: dump names the failed member" "^# -: dm-bcache cache .*, member 1 of 2, failed \(member 0's superblock marks it\): not read$"
+	has "degraded: dump of a dirty key with a live copy" "^key 0/1 0 8 0:5\+0,1:5\+0 0,0 dirty,csum live$"
+	has "degraded: dump of a clean key on the failed member" "^key 0/1 8 16 1:6\+0 0 csum dead:failed-member$"
+	has "degraded: no buckets of the failed member" "^member 1 -$"
+	eq "degraded: member 0's live copies" "live_sectors 16 dirty_sectors 16" \
+		"$(grep -E '^(live|dirty)_sectors' out | tr '\n' ' ' | sed 's/ $//')"
+
+	# a dirty key whose every copy was on the failed member: lost
+	set2 lo dirty1 fail1
+	run 1 "degraded: dirty data only on the failed member" bcache-check -d lo0
+	has "degraded: the lost key is an error" "^error: index key \(slot 0 epoch 1, sectors 8-16\): dirty, and every copy of it was on a lost member \(member 1\): its data is gone, reads of it fail"
+	has "degraded: counted apart" "^index: 1 level, 1 node, 2 live keys \(8 KiB in 1 bucket\), 1 lost key, 0 dead keys$"
+	has "degraded: how much is lost" "^lost: slot 0 \(uuid f1f1f1f1-0000-4000-8000-000000000001\): 8 sectors \(4 KiB\) of dirty data were only on lost members: gone"
+	has "degraded: not counted as dirty" "^dirty: 16 sectors \(8 KiB\) in total, in 1 slot$"
+	sum=$(md5sum <lo0)
+	run 1 "degraded: --repair is refused" bcache-check -r lo0
+	has "degraded: repair refusal" "^repair: refused: repairing a cache set of several devices is not supported yet; nothing was written$"
+	eq "degraded: the refused repair wrote nothing" "$sum" "$(md5sum <lo0)"
+	run 0 "degraded: dump of a lost key" bcache-dump --btree lo0
+	has "degraded: the lost key kept" "^key 0/1 8 16 1:6\+0 0 dirty,csum lost$"
+	truncate -s 16M lo-origin
+	run 3 "degraded: bcache-writeback refuses a set" \
+		bcache-writeback -n -u f1f1f1f1-0000-4000-8000-000000000001 lo0 lo-origin
+	has "degraded: writeback says why" "writing back a set of several devices is not supported yet"
+
+	# copies on member 0 reused (written back) and on the failed member:
+	# dead, not lost
+	set2 sf stale0 fail1
+	run 0 "degraded: no live copy left, one of them reused" bcache-check sf0
+	has "degraded: dead, not lost" "^index: 1 level, 1 node, 0 live keys .*, 3 dead keys \(2 stale-gen, 1 failed-member\)$"
+
+	# a member missing that its set does not mark failed: named -, read
+	# as the next open (which marks it) leaves the set
+	sum=$(md5sum <m0)
+	run 0 "missing: an active member named -" bcache-check m0 -
+	has "missing: noted" "^note: cache set: member 1 is named -, but member 0's superblock has it active: the next open marks it failed"
+	has "missing: checked as degraded" "^index: 1 level, 1 node, 2 live keys .*, 1 dead keys \(1 failed-member\)$"
+	eq "missing: nothing written" "$sum" "$(md5sum <m0)"
+	run 0 "missing: dump" bcache-dump m0 -
+	has "missing: dump says so" "^# -: .*, member 1 of 2, named -: active in member 0's superblock, the next open marks it failed"
 fi
 
 # --- the udev rule: syntax only (no udev here) -----------------------------
