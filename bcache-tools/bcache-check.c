@@ -23,9 +23,15 @@
  * their copies are stale, dirty data with no other copy is lost. Its
  * repair is refused for now.
  *
+ * --upgrade makes a version 2 cache a version 3 one, keeping its cached
+ * data (upgrade.h), once the check found nothing that would make its index
+ * untrusted (wrong bucket states only: the upgraded cache does not use
+ * them).
+ *
  * Exit status: 0 consistent, 1 inconsistencies found (repaired or not,
  * the repair refused included), 2 usage, 3 the device cannot be read or
  * is not a dm-bcache device (or the devices named are not a whole set).
+ * With --upgrade: 0 upgraded (--dry-run: it would be), 3 not upgraded.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -36,6 +42,7 @@
 #include <unistd.h>
 
 #include "index.h"
+#include "upgrade.h"
 
 #define PROG "bcache-check"
 
@@ -66,9 +73,11 @@ static struct kind k_lost = { .what = "keys of lost dirty data" };
 
 static struct {
 	bool	quiet, verbose, repair, force, data;
+	bool	upgrade, dry_run;
 	bool	several;	/* a set of several members */
 	bool	repair_rw;	/* open the device(s) for writing */
 	unsigned int errors;
+	unsigned int state_errors;	/* of them, of the bucket states only */
 
 	/* what a repair has to do, or why it must not */
 	bool	sb_bad;		/* not repairable */
@@ -150,18 +159,35 @@ __printf(1, 2) static void note(const char *fmt, ...)
 	putchar('\n');
 }
 
-__printf(2, 3) static void problem(struct kind *k, const char *fmt, ...)
+static void vproblem(struct kind *k, const char *fmt, va_list ap)
 {
-	va_list ap;
-
 	S.errors++;
 	if (S.quiet || (++k->n > PRINT_LIMIT && !S.verbose))
 		return;
 	fputs("error: ", stdout);
-	va_start(ap, fmt);
 	vprintf(fmt, ap);
-	va_end(ap);
 	putchar('\n');
+}
+
+__printf(2, 3) static void problem(struct kind *k, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vproblem(k, fmt, ap);
+	va_end(ap);
+}
+
+/* Bucket states that do not cover the index: the next open must count it. */
+__printf(2, 3) static void state_problem(struct kind *k, const char *fmt, ...)
+{
+	va_list ap;
+
+	S.state_errors++;
+	S.state_bad = true;
+	va_start(ap, fmt);
+	vproblem(k, fmt, ap);
+	va_end(ap);
 }
 
 static void kind_summary(const struct kind *k)
@@ -174,6 +200,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: " PROG " [-r [-f]] [-v] [-q] [-P] [-d] <device> [<device>...]\n"
+		"       " PROG " --upgrade [-n] [-v] [-q] [-P] <device>\n"
 		"Check a dm-bcache cache device that no table is using; a cache set of\n"
 		"several devices is checked with every member named, in any order\n"
 		"(but those it marks failed; - for one whose device is lost).\n\n"
@@ -187,9 +214,14 @@ static void usage(FILE *f)
 		"                 terminal (on a terminal it is shown anyway)\n"
 		"  -d, --data     also read the cached data of every live key with a\n"
 		"                 checksum (format version 3) and verify it\n"
+		"  -U, --upgrade  make a version 2 cache format version 3, keeping its\n"
+		"                 cached data, dirty data included (after the check)\n"
+		"  -n, --dry-run  with --upgrade: say what it would do, write nothing\n"
 		"  -h, --help     show this help\n\n"
 		"Exit status: 0 consistent, 1 inconsistencies found (repaired or not),\n"
-		"2 bad arguments, 3 unreadable or not a dm-bcache cache device.\n");
+		"2 bad arguments, 3 unreadable or not a dm-bcache cache device.\n"
+		"With --upgrade: 0 upgraded (--dry-run: it would be), 3 not upgraded\n"
+		"(nothing written), 2 bad arguments.\n");
 }
 
 /* The superblock. */
@@ -854,9 +886,8 @@ static void check_node(struct bch_cache *c, struct walk *w, const struct bch_bke
 	/* The kernel's open would hand the bucket out: see BCH_BUCKET_STATE. */
 	if (bch_bucket_state_valid(&c->sb) &&
 	    !(m->prio[bucket].flags & BCH_BUCKET_BTREE)) {
-		problem(&k_prio, "index node in %s, which the bucket array does not mark as one",
-			bn);
-		S.state_bad = true;
+		state_problem(&k_prio, "index node in %s, which the bucket array does not mark as one",
+			      bn);
 	}
 }
 
@@ -1049,9 +1080,8 @@ static void check_member_data(struct bch_cache *c, struct bch_cache *m, unsigned
 
 	for (n = m->first_bucket; n < m->nbuckets; n++) {
 		if (w->live_sectors[dev][n] && !(m->prio[n].flags & BCH_BUCKET_DATA)) {
-			problem(&k_prio, "%s holds %u live sectors, but the bucket array does not mark it as data",
-				bch_bucket_name(c, dev, n), w->live_sectors[dev][n]);
-			S.state_bad = true;
+			state_problem(&k_prio, "%s holds %u live sectors, but the bucket array does not mark it as data",
+				      bch_bucket_name(c, dev, n), w->live_sectors[dev][n]);
 		}
 	}
 }
@@ -1065,9 +1095,8 @@ static void check_member_leaks(struct bch_cache *c, struct bch_cache *m, unsigne
 	for (n = m->first_bucket; n < m->nbuckets; n++) {
 		if ((m->prio[n].flags & BCH_BUCKET_BTREE) && !w->node[dev][n] &&
 		    !m->node_level[n]) {
-			problem(&k_prio, "%s is marked as an index node, but the index does not name it (shut down cleanly: leaked)",
-				bch_bucket_name(c, dev, n));
-			S.state_bad = true;
+			state_problem(&k_prio, "%s is marked as an index node, but the index does not name it (shut down cleanly: leaked)",
+				      bch_bucket_name(c, dev, n));
 		}
 	}
 }
@@ -1089,10 +1118,9 @@ static void check_states(struct bch_cache *c, struct walk *w, u64 jkeys)
 	}
 	for (i = 0; i < BCH_UUID_SLOTS && !jkeys; i++) {
 		if (S.dirty[i] > le64toh(c->uuids[i].dirty)) {
-			problem(&k_uuid, "UUID slot %u: %llu dirty sectors, but the table says %llu",
-				i, (unsigned long long)S.dirty[i],
-				(unsigned long long)le64toh(c->uuids[i].dirty));
-			S.state_bad = true;
+			state_problem(&k_uuid, "UUID slot %u: %llu dirty sectors, but the table says %llu",
+				      i, (unsigned long long)S.dirty[i],
+				      (unsigned long long)le64toh(c->uuids[i].dirty));
 		}
 	}
 	if (c->clean) {
@@ -1597,6 +1625,122 @@ out:
 	return ret;
 }
 
+/* Upgrade. */
+
+/* Why what the check found forbids an upgrade, or NULL: the index it copies must be trusted. */
+static const char *upgrade_refusal(void)
+{
+	if (S.incomplete)
+		return "the check could not finish";
+	if (S.sb_bad)
+		return "the superblock has problems the kernel refuses";
+	if (S.prio_bad)
+		return "the bucket array cannot be trusted";
+	if (S.uuid_bad || S.uuid_fallback)
+		return "the UUID table cannot be trusted";
+	if (S.index_bad || S.dirty_unknown[0] || S.dirty_partial[0])
+		return "the index cannot be trusted";
+	/* wrong bucket states alone: the upgraded cache counts the index */
+	if (S.errors > S.state_errors)
+		return "the check found inconsistencies";
+	return NULL;
+}
+
+/* What was copied, or would be (@done: written). */
+static void upgrade_report(const struct bch_cache *c, const struct bch_upgrade *u, bool done)
+{
+	char size[BCH_SIZE_STR_LEN], dirty[BCH_SIZE_STR_LEN];
+	const char *verb = done ? "wrote" : "would write";
+
+	bch_format_size(u->sectors << BCH_SECTOR_SHIFT, size);
+	bch_format_size(u->dirty_sectors << BCH_SECTOR_SHIFT, dirty);
+	info("upgrade: the index as the next attach builds it: %llu live key%s (%s, %s of it dirty), %s + %llu journal key%s replayed",
+	     (unsigned long long)u->keys, u->keys == 1 ? "" : "s", size, dirty,
+	     bch_sb_has_root(&c->sb) ? "checkpoint" : "no checkpoint",
+	     (unsigned long long)u->rp.keys, u->rp.keys == 1 ? "" : "s");
+	if (!u->depth)
+		info("upgrade: no live key: no index to write (a root of size 0, as a fresh format has)");
+	else
+		info("upgrade: %s a version 3 index of %u level%s, %llu node%s, into free buckets (%llu of them hold no data, no index node and no journal)",
+		     verb, u->depth, u->depth == 1 ? "" : "s", (unsigned long long)u->nodes,
+		     u->nodes == 1 ? "" : "s", (unsigned long long)u->free);
+	info("upgrade: %s the bucket array (copy %u) and the superblock: version 3, member 0 of a set of one, the journal empty from ring sector %llu (seq %llu), the bucket states counted at the next open, the %llu bucket%s of the version 2 index free",
+	     verb, u->prio_copy, (unsigned long long)u->jpos,
+	     (unsigned long long)u->jseq, (unsigned long long)u->old_nodes,
+	     u->old_nodes == 1 ? "" : "s");
+}
+
+static void upgrade_no_room(const struct bch_upgrade *u)
+{
+	info("upgrade: refused: the version 3 index needs %llu free buckets (%llu node%s, and %llu more while it is built), and only %llu hold no data, no index node and no journal: nothing was written",
+	     (unsigned long long)u->need, (unsigned long long)u->nodes, u->nodes == 1 ? "" : "s",
+	     (unsigned long long)(u->need - u->nodes), (unsigned long long)u->free);
+	info("upgrade: attach the cache and free some (dmsetup message <dev> 0 gc drops what the index no longer names, invalidate an origin's cached data), then try again");
+}
+
+/* After the check: the upgrade, or why not. An exit status. */
+static int do_upgrade(struct bch_cache *c)
+{
+	const char *why = upgrade_refusal();
+	struct bch_upgrade u;
+	int ret = EXIT_UNREADABLE;
+
+	if (why) {
+		info("upgrade: refused: %s (see above): nothing was written", why);
+		return EXIT_UNREADABLE;
+	}
+	if (S.state_bad)
+		note("upgrade: the bucket states do not cover the index: the upgraded cache does not use them (the next open counts the index)");
+	if (bch_upgrade_build(&u, c)) {
+		info("upgrade: refused: %s: nothing was written", bch_strerror());
+		goto out;
+	}
+	if (!bch_upgrade_fits(&u)) {
+		upgrade_no_room(&u);
+		goto out;
+	}
+	if (S.dry_run) {
+		upgrade_report(c, &u, false);
+		info("upgrade: --dry-run: nothing was written");
+		ret = EXIT_CLEAN;
+		goto out;
+	}
+	if (bch_upgrade_write(&u)) {
+		info("upgrade: failed: %s: the superblock was not written, the cache is the version 2 one it was",
+		     bch_strerror());
+		goto out;
+	}
+	if (bch_upgrade_commit(&u)) {
+		info("upgrade: failed: %s: if the superblock was not written, the cache is the version 2 one it was (check it)",
+		     bch_strerror());
+		goto out;
+	}
+	upgrade_report(c, &u, true);
+	info("%s: upgraded to format version 3", c->dev.path);
+	ret = EXIT_CLEAN;
+out:
+	bch_upgrade_free(&u);
+	return ret;
+}
+
+/* --upgrade's arguments: one device, no repair. True if they are wrong (said). */
+static bool upgrade_usage(unsigned int n)
+{
+	const char *why = NULL;
+
+	if (S.dry_run && !S.upgrade)
+		why = "--dry-run only goes with --upgrade";
+	else if (S.upgrade && (S.repair || S.data))
+		why = "--upgrade does not go with --repair or --data";
+	else if (S.upgrade && n != 1)
+		why = "--upgrade takes one device (a version 2 cache is one device)";
+	if (!why)
+		return false;
+	fprintf(stderr, PROG ": %s\n", why);
+	usage(stderr);
+	return true;
+}
+
 /* Open the @n devices named and make them the set; a set is only read. */
 static int open_set(struct bch_cache *c, char **paths, unsigned int n)
 {
@@ -1614,6 +1758,8 @@ int main(int argc, char **argv)
 		{ "quiet",	no_argument, NULL, 'q' },
 		{ "progress",	no_argument, NULL, 'P' },
 		{ "data",	no_argument, NULL, 'd' },
+		{ "upgrade",	no_argument, NULL, 'U' },
+		{ "dry-run",	no_argument, NULL, 'n' },
 		{ "help",	no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -1625,7 +1771,7 @@ int main(int argc, char **argv)
 	bool progress = false;
 	int opt, ret;
 
-	while ((opt = getopt_long(argc, argv, "rfvqPdh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "rfvqPdUnh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'r':
 			S.repair = true;
@@ -1646,6 +1792,12 @@ int main(int argc, char **argv)
 		case 'd':
 			S.data = true;
 			break;
+		case 'U':
+			S.upgrade = true;
+			break;
+		case 'n':
+			S.dry_run = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return EXIT_CLEAN;
@@ -1665,15 +1817,31 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
+	if (upgrade_usage(n))
+		return EXIT_USAGE;
+	if (S.upgrade && !S.dry_run)
+		S.repair_rw = true;	/* exclusive: refused while a table holds it */
 	if (S.quiet)
 		S.verbose = false;
 	else
 		bch_progress_setup(progress);
 	path = argv[optind];
 
+	if (S.upgrade && bch_dev_in_use(path)) {
+		/* --dry-run opens it read-only: refused as the upgrade would be */
+		info("upgrade: refused: %s is in use (by a dm-bcache table?): nothing was written",
+		     path);
+		return EXIT_UNREADABLE;
+	}
 	if (open_set(&c, argv + optind, n)) {
 		if (!S.quiet)
 			fprintf(stderr, PROG ": %s\n", bch_strerror());
+		return EXIT_UNREADABLE;
+	}
+	if (S.upgrade && le32toh(c.sb.version) != 2) {
+		info("upgrade: refused: %s is already format version %u: nothing to upgrade, nothing was written",
+		     path, le32toh(c.sb.version));
+		bch_cache_close(&c);
 		return EXIT_UNREADABLE;
 	}
 	S.several = c.nr_members > 1;
@@ -1717,6 +1885,8 @@ int main(int argc, char **argv)
 		printf("%s: %s\n", path, S.errors ? "inconsistent" : "consistent");
 	if (S.errors && S.repair)
 		do_repair(&c);
+	if (S.upgrade)
+		ret = do_upgrade(&c);
 	free(S.uuid_other);
 	bch_cache_close(&c);
 	return ret;

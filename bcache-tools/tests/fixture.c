@@ -93,6 +93,16 @@
  *                in member 0's table, written with the next seq;
  *                member 1's own superblock as it was
  *
+ *   fixture upgrade FILE [stop]   bcache-check --upgrade's steps, without
+ *                                 its check: the version 3 index written
+ *                                 and read back, the bucket array copy
+ *                                 that is not current, then (not with
+ *                                 stop: an upgrade interrupted before it)
+ *                                 the version 3 superblock. Prints
+ *                                 "upgrade nodes N buckets B..." (the
+ *                                 new index's) and "copy P" (the bucket
+ *                                 array copy written)
+ *
  *   fixture origin FILE ORIGIN [slot=S] [fpwriting]
  *                                 slot S (default 0, which must be valid)
  *                                 records ORIGIN as the kernel does at
@@ -110,6 +120,7 @@
 #include <string.h>
 
 #include "index.h"
+#include "upgrade.h"
 
 #define FIXTURE_UUID	"f1f1f1f1-0000-4000-8000-000000000001"
 /* the origin_uuid a journal entry's slot=S gives slot S if it is free */
@@ -785,6 +796,31 @@ static void do_journal(int argc, char **argv)
 		die(bch_strerror());
 }
 
+/* bcache-check --upgrade's writes, maybe stopped before the superblock. */
+static void do_upgrade(int argc, char **argv)
+{
+	bool stop = argc > 0 && !strcmp(argv[0], "stop");
+	struct bch_upgrade u;
+	u64 i;
+
+	if (argc > 1 || (argc && !stop))
+		die("upgrade: FILE [stop]");
+	if (bch_upgrade_build(&u, &c))
+		die(bch_strerror());
+	if (!bch_upgrade_fits(&u))
+		die("upgrade: not enough free buckets");
+	if (bch_upgrade_write(&u))
+		die(bch_strerror());
+	printf("upgrade nodes %llu buckets", (unsigned long long)u.nodes);
+	for (i = 0; i < c.nbuckets; i++)
+		if (bch_upgrade_node(&u, i))
+			printf(" %llu", (unsigned long long)i);
+	printf("\ncopy %u\n", u.prio_copy);
+	if (!stop && bch_upgrade_commit(&u))
+		die(bch_strerror());
+	bch_upgrade_free(&u);
+}
+
 /* What the kernel records of an origin at attach: bch_slot_attach(). */
 static void do_origin(int argc, char **argv)
 {
@@ -825,7 +861,7 @@ int main(int argc, char **argv)
 	int i;
 
 	if (argc < 3)
-		die("usage: fixture slots FILE UUID... | index FILE [OPT...] | journal FILE [ENTRY...] | flip FILE OFFSET | sb FILE EDIT... | bucket FILE B FLAGS | uuidcsum FILE | origin FILE ORIGIN [OPT...] | set FILE0 FILE1 [OPT...]");
+		die("usage: fixture slots FILE UUID... | index FILE [OPT...] | journal FILE [ENTRY...] | flip FILE OFFSET | sb FILE EDIT... | bucket FILE B FLAGS | uuidcsum FILE | origin FILE ORIGIN [OPT...] | set FILE0 FILE1 [OPT...] | upgrade FILE [stop]");
 	if (!strcmp(argv[1], "flip") && argc == 4)
 		return do_flip(argv[2], argv[3]);
 	if (!strcmp(argv[1], "set") && argc >= 4)
@@ -860,6 +896,8 @@ int main(int argc, char **argv)
 		do_origin(argc - 3, argv + 3);
 	} else if (!strcmp(argv[1], "index")) {
 		do_index(argc - 3, argv + 3);
+	} else if (!strcmp(argv[1], "upgrade")) {
+		do_upgrade(argc - 3, argv + 3);
 	} else {
 		die("unknown command");
 	}

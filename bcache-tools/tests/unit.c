@@ -1596,6 +1596,98 @@ static void test_writeback_usage(void)
 	unlink(b);
 }
 
+/* Are @len bytes at @p all zero? */
+static bool zeros(const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	while (len--)
+		if (*b++)
+			return false;
+	return true;
+}
+
+/* The version 3 superblock --upgrade wrote (@b) over the version 2 one (@a). */
+static void check_upgraded_sb(const struct bch_sb_disk *a, const struct bch_sb_disk *b,
+			      uint64_t dev_size)
+{
+	const struct bch_member_disk *m = &b->members[0];
+	struct bch_bkey root;
+
+	check(le32toh(b->version) == 3 && !b->dev_idx && !b->members_pad,
+	      "upgrade: version 3, member 0");
+	check(le32toh(m->state) == BCH_MEMBER_ACTIVE && !memcmp(m->uuid, b->uuid, 16) &&
+	      m->nbuckets == b->nbuckets && m->bucket_size == b->bucket_size &&
+	      zeros(&b->members[1], sizeof(b->members) - sizeof(*m)),
+	      "upgrade: the member table: this device alone, active");
+	check(zeros(&b->btree_root, sizeof(b->btree_root)) && bch_sb_root(b, &root) &&
+	      root.size == 1 && root.nptrs == 1 && !bch_ptr_dev(root.ptr[0]) && !b->btree_level,
+	      "upgrade: the version 3 root, the version 2 one zero");
+	check(!b->state_seq, "upgrade: the bucket states not valid (state_seq 0)");
+	check(le64toh(b->seq) == le64toh(a->seq) + 1 && b->flags == a->flags,
+	      "upgrade: one superblock write on, the flags kept");
+	check(le32toh(b->prio_current) == !le32toh(a->prio_current) &&
+	      b->prio_csum_other == a->prio_csum,
+	      "upgrade: the other bucket array copy current, the old one the fallback");
+	check(b->uuid_current == a->uuid_current && b->uuid_csum == a->uuid_csum &&
+	      b->uuid_csum_other == a->uuid_csum_other, "upgrade: the UUID table unchanged");
+	check(!memcmp(a->uuid, b->uuid, 16) && !memcmp(a->set_uuid, b->set_uuid, 16) &&
+	      !memcmp(a->label, b->label, sizeof(a->label)) && a->created == b->created &&
+	      a->nbuckets == b->nbuckets && a->journal_first == b->journal_first,
+	      "upgrade: the device's identity and layout kept");
+	check(le64toh(b->journal_seq) == 2 && le64toh(b->journal_pos) == 8,
+	      "upgrade: the journal starts past its one entry (seq 2, ring sector 8)");
+	check(zeros(b->reserved, sizeof(b->reserved)), "upgrade: reserved bytes zero");
+	check(!bch_sb_validate(b, dev_size >> BCH_SECTOR_SHIFT), "upgrade: the superblock validates");
+}
+
+/* bcache-check --upgrade: the superblock and the root node it writes; refusals. */
+static void test_upgrade(void)
+{
+	const char *c = tpath("up"), *s1 = tpath("up-1");
+	struct bch_bset_disk set;
+	struct bch_sb_disk a, b;
+	struct bch_bkey root;
+
+	make_file(c, 64 * MiB);
+	check(run("make-bcache", "-q", "--format-version", "2", c, NULL) == 0,
+	      "upgrade: a version 2 cache");
+	if (!fx("index", c, "keys=100", "dirty=10") || !fx("journal", c, "d:2000+8@40,dirty"))
+		return;
+	read_sb(c, &a);
+	check(run("bcache-check", "--upgrade", "--dry-run", c, NULL) == 0 &&
+	      has(out, "upgrade: --dry-run: nothing was written"), "upgrade: --dry-run");
+	read_sb(c, &b);
+	check(!memcmp(&a, &b, sizeof(a)), "upgrade: --dry-run: the superblock as it was");
+	check(run("bcache-check", "-q", "--upgrade", c, NULL) == 0 && !out[0],
+	      "upgrade: --upgrade -q: exit 0, nothing printed");
+	read_sb(c, &b);
+	check_upgraded_sb(&a, &b, 64 * MiB);
+	bch_sb_root(&b, &root);
+	rw_file(c, &set, sizeof(set), bch_ptr_sector(root.ptr[0]) << BCH_SECTOR_SHIFT, false);
+	check(le32toh(set.magic) == BCH_BSET_MAGIC && le16toh(set.key_bytes) == BCH_KEY_BYTES_V3 &&
+	      !set.level && !set.set && le32toh(set.nkeys) == 101,
+	      "upgrade: the root node: one set of 101 keys of 48 bytes");
+	check(run("bcache-check", "-q", c, NULL) == 0, "upgrade: then consistent");
+	check(run("bcache-check", "--upgrade", c, NULL) == 3 &&
+	      has(out, "already format version 3"), "upgrade: again: refused, exit 3");
+
+	check(run("bcache-check", "--upgrade", "-r", c, NULL) == 2 &&
+	      has(err, "--upgrade does not go with --repair"), "upgrade: with -r: exit 2");
+	check(run("bcache-check", "-n", c, NULL) == 2 &&
+	      has(err, "--dry-run only goes with --upgrade"), "upgrade: -n alone: exit 2");
+	check(run("bcache-check", "-U", c, c, NULL) == 2 && has(err, "takes one device"),
+	      "upgrade: two devices: exit 2");
+	check(run("bcache-check", "--help", NULL) == 0 && has(out, "--upgrade") &&
+	      has(out, "3 not upgraded"), "upgrade: --help");
+	make_file(c, 64 * MiB);
+	make_file(s1, 64 * MiB);
+	check(run("make-bcache", "-q", c, s1, NULL) == 0 &&
+	      run("bcache-check", "--upgrade", c, NULL) == 3, "upgrade: a member of a set: exit 3");
+	unlink(c);
+	unlink(s1);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -1623,6 +1715,7 @@ int main(int argc, char **argv)
 	test_key_rules();
 	test_writeback();
 	test_writeback_usage();
+	test_upgrade();
 
 	unlink(tpath("cache"));
 	unlink(tpath("stdout"));
