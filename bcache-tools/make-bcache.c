@@ -27,6 +27,7 @@ struct opts {
 	uint32_t	version;	/* of the format */
 	bool		wipe;
 	bool		quiet;
+	const char	*add_to;	/* --add: a member of the set to join */
 	const char	*paths[BCH_MAX_MEMBERS];
 	unsigned int	ndevs;
 };
@@ -57,6 +58,9 @@ static void usage(FILE *f)
 		"                        on-disk format %u (the default) or %u (for\n"
 		"                        kernels that know no other)\n"
 		"      --wipe            overwrite an existing dm-bcache superblock\n"
+		"      --add MEMBER      format <device> as a new member of the cache\n"
+		"                        set MEMBER belongs to (version 3; its sizes);\n"
+		"                        it joins the set when a table names it\n"
 		"  -q, --quiet           print nothing on success\n"
 		"  -h, --help            show this help\n\n"
 		"SIZE is in bytes, or with a binary suffix: 4k, 512k, 1M, 1G.\n",
@@ -103,6 +107,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "cset-uuid",	required_argument, NULL, 'U' },
 		{ "format-version", required_argument, NULL, 'V' },
 		{ "wipe",	no_argument,	   NULL, 'W' },
+		{ "add",	required_argument, NULL, 'A' },
 		{ "quiet",	no_argument,	   NULL, 'q' },
 		{ "help",	no_argument,	   NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -146,6 +151,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'W':
 			o->wipe = true;
 			break;
+		case 'A':
+			o->add_to = optarg;
+			break;
 		case 'q':
 			o->quiet = true;
 			break;
@@ -169,6 +177,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	}
 	if (argc - optind > 1 && o->version == 2)
 		return fail("a set of several devices needs format version 3");
+	if (o->add_to && argc - optind > 1)
+		return fail("--add adds one device at a time");
 	while (optind < argc)
 		o->paths[o->ndevs++] = argv[optind++];
 	return 0;
@@ -543,17 +553,81 @@ static int write_sb(struct member *m)
 	return 0;
 }
 
+/*
+ * --add: the set's member @path names, read and checked; its sizes and
+ * set uuid become the options, and *@idx the index the new member takes:
+ * the first that no key can point to (NONE, or REMOVED after a GC pass
+ * found none).
+ */
+static int read_set(const char *path, struct opts *o, struct bch_sb_disk *set,
+		    unsigned int *idx)
+{
+	struct bch_dev dev = { .fd = -1, .path = path };
+	unsigned int i;
+	int r;
+
+	if (bch_dev_open(&dev, path, false))
+		return fail(bch_strerror());
+	r = bch_sb_load(&dev, set);
+	bch_dev_close(&dev);
+	if (r)
+		return fail(bch_strerror());
+	if (le32toh(set->version) < 3)
+		return fail("--add needs a cache of format version 3");
+	o->version = le32toh(set->version);
+	o->block = (uint64_t)le32toh(set->block_size) << BCH_SECTOR_SHIFT;
+	o->bucket = (uint64_t)le32toh(set->bucket_size) << BCH_SECTOR_SHIFT;
+	memcpy(o->set_uuid, set->set_uuid, 16);
+	o->have_set_uuid = true;
+	for (i = 0; i < BCH_MAX_MEMBERS; i++) {
+		uint32_t state = le32toh(set->members[i].state);
+
+		if (state == BCH_MEMBER_NONE || state == BCH_MEMBER_REMOVED) {
+			*idx = i;
+			return 0;
+		}
+	}
+	fprintf(stderr, PROG ": the cache set of %s has %u members already\n",
+		path, BCH_MAX_MEMBERS);
+	return 1;
+}
+
+/*
+ * The new member's superblock: the set's member table with itself ACTIVE
+ * at @idx, and seq 0, which says to the kernel that it joins (it was
+ * never written by an open set).
+ */
+static void build_joining(struct member *m, const struct bch_sb_disk *set,
+			  unsigned int idx)
+{
+	struct bch_sb_disk *sb = &m->sb;
+
+	memcpy(sb->members, set->members, sizeof(sb->members));
+	sb->dev_idx = htole32(idx);
+	memcpy(sb->members[idx].uuid, sb->uuid, 16);
+	sb->members[idx].nbuckets = sb->nbuckets;
+	sb->members[idx].bucket_size = sb->bucket_size;
+	sb->members[idx].state = htole32(BCH_MEMBER_ACTIVE);
+	sb->seq = 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct member m[BCH_MAX_MEMBERS];
+	struct bch_sb_disk set;
 	struct opts o = { 0 };
 	time_t now = time(NULL);
-	unsigned int i, n;
+	unsigned int i, n, idx = 0;
 	int ret;
 
 	ret = parse_opts(argc, argv, &o);
 	if (ret)
 		return ret;
+	if (o.add_to) {
+		ret = read_set(o.add_to, &o, &set, &idx);
+		if (ret)
+			return ret;
+	}
 	ret = check_sizes(&o);
 	if (ret)
 		return ret;
@@ -583,7 +657,10 @@ int main(int argc, char **argv)
 		if (bch_uuid_generate(m[i].sb.uuid))
 			goto err;
 	}
-	build_members(m, n);
+	if (o.add_to)
+		build_joining(&m[0], &set, idx);
+	else
+		build_members(m, n);
 	for (i = 0; i < n; i++)
 		if (write_meta(&m[i]))
 			goto err;
@@ -593,7 +670,9 @@ int main(int argc, char **argv)
 
 	if (!o.quiet)
 		for (i = 0; i < n; i++)
-			summary(&m[i].sb, m[i].dev.path, n);
+			summary(&m[i].sb, m[i].dev.path, o.add_to ?
+				bch_sb_members(&m[i].sb, BCH_MEMBER_ACTIVE) +
+				bch_sb_members(&m[i].sb, BCH_MEMBER_FAILED) : n);
 	ret = 0;
 	goto out;
 err:

@@ -216,10 +216,11 @@ void bch_alloc_persist_done(struct bch_cache_set *set, bool ok)
 }
 
 /*
- * Whether the bucket at @ptr (a location) was reused since it had @gen,
- * or is on a lost member.
+ * Whether the bucket at @ptr (a location) was reused since it had @gen:
+ * what a read from it, once completed, asks (the data read is good if
+ * not, even if its member was lost meanwhile).
  */
-bool bch_ptr_stale(struct bch_cache_set *set, u64 ptr, u8 gen)
+bool bch_ptr_reused(struct bch_cache_set *set, u64 ptr, u8 gen)
 {
 	u64 bucket = bch_ptr_bucket_nr(set, ptr);
 	struct bch_member *m;
@@ -227,9 +228,7 @@ bool bch_ptr_stale(struct bch_cache_set *set, u64 ptr, u8 gen)
 	if (bch_ptr_dev(ptr) >= set->nr_members)
 		return true;
 	m = bch_ptr_member(set, ptr);
-	/* A lost member's data is as good as reused (member.c). */
-	if (bucket < m->first_bucket || bucket >= m->nbuckets ||
-	    bch_member_failed(m))
+	if (bucket < m->first_bucket || bucket >= m->nbuckets)
 		return true;
 	/*
 	 * Called after a cache read completed: if the bucket was reused
@@ -238,6 +237,15 @@ bool bch_ptr_stale(struct bch_cache_set *set, u64 ptr, u8 gen)
 	 */
 	smp_rmb();
 	return READ_ONCE(m->buckets[bucket].gen) != gen;
+}
+
+/*
+ * Whether a copy at @ptr of @gen is gone: its bucket reused, or its member
+ * lost (member.c), whose data is as good as reused to whoever would read it.
+ */
+bool bch_ptr_stale(struct bch_cache_set *set, u64 ptr, u8 gen)
+{
+	return bch_loc_failed(set, ptr) || bch_ptr_reused(set, ptr, gen);
 }
 
 /* Reclaim, if any member's free buckets are below its target (lock held). */
@@ -634,7 +642,7 @@ int bch_alloc_init(struct bch_cache_set *set)
 	INIT_WORK(&set->reclaim_work, bch_reclaim_work);
 	INIT_WORK(&set->rescale_work, bch_rescale_work);
 	BUILD_BUG_ON(BCH_MAX_BUCKETS - 1 > U32_MAX);
-	bch_for_each_member(m, set) {
+	bch_for_each_live_member(m, set) {
 		m->free_fifo = vmalloc(array_size(m->nbuckets, sizeof(u32)));
 		if (!m->free_fifo)
 			return -ENOMEM;
@@ -703,6 +711,11 @@ void bch_alloc_gc_start(struct bch_cache_set *set)
 
 	spin_lock(&set->alloc_lock);
 	set->gc_running = true;
+	set->gc_failed = 0;
+	set->gc_failed_seen = 0;
+	bch_for_each_member(m, set)
+		if (bch_member_failed(m) && !m->removed)
+			__set_bit(m->idx, &set->gc_failed);
 	bch_for_each_member(m, set) {
 		for (i = m->first_bucket; i < m->nbuckets; i++) {
 			struct bch_bucket *b = &m->buckets[i];
@@ -751,6 +764,7 @@ void bch_alloc_gc_passed(struct bch_cache_set *set)
  */
 void bch_alloc_gc_apply(struct bch_cache_set *set, bool done)
 {
+	unsigned long removed;
 	u64 i, orphans = 0;
 	struct bch_member *m;
 
@@ -788,10 +802,12 @@ void bch_alloc_gc_apply(struct bch_cache_set *set, bool done)
 	set->gc_again = false;
 	set->gc_running = false;
 	set->gc_passed = false;
+	removed = set->gc_failed & ~set->gc_failed_seen;
 	spin_unlock(&set->alloc_lock);
 	if (orphans)
 		DMINFO("%s: gc: %llu node buckets the index does not name are freed",
 		       set->name, orphans);
+	bch_members_removed(set, removed);
 }
 
 /* At open, the initial pass's counts, before the allocator starts. */

@@ -45,6 +45,9 @@ u8 bch_copy_choose(struct bch_cache_set *set, struct bch_bkey *k,
 	}
 	if (bad[0] != bad[1])
 		c = bad[0];
+	else if (!m[0] && !m[1])
+		/* Reused or lost both: never a lost member's, it has no IO. */
+		c = bch_loc_failed(set, k->ptr[0]);
 	else if (!m[0] || !m[1])
 		c = !m[0];
 	else
@@ -96,6 +99,10 @@ int bch_index_drop_copy(struct bch_cache_set *set, u32 inode, u64 sector,
 		/* The copy's location for origin sector pos: the same write. */
 		i = bch_key_copy_at(&k, loc + (pos - sector), gen);
 		if (k.nptrs < 2 || i < 0)
+			continue;
+		/* Never the last copy that may serve: keep the key lost-proof. */
+		if (bch_ptr_stale(set, bch_ptr_loc(k.ptr[!i]),
+				  bch_ptr_gen(k.ptr[!i])))
 			continue;
 		bch_key_drop_copy(&k, i);
 		r = bch_index_insert(set, &k);

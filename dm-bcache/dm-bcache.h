@@ -118,7 +118,9 @@ struct bch_member {
 	 * missing at open (then bdev is NULL). No IO goes to it, and its
 	 * copies count as stale: the set runs degraded on the others.
 	 */
-	bool			failed;
+	unsigned long		lost;		/* bit 0 */
+	bool			removed;	/* and no pointer left to it */
+	bool			joining;	/* make-bcache --add, at open */
 	atomic_t		io_errors;
 };
 
@@ -182,6 +184,7 @@ struct bch_cache_set {
 	u32			version;	/* of the format: 2 or 3 */
 	u32			key_bytes;	/* of a key on disk */
 	unsigned int		nr_members;	/* members[0, nr_members) */
+	unsigned int		nr_named;	/* those a table names, "-" too */
 	struct bch_member	*members[BCH_MAX_MEMBERS];
 	struct bch_member_geom	geom[BCH_MAX_MEMBERS];	/* for the key rules */
 
@@ -197,6 +200,8 @@ struct bch_cache_set {
 	unsigned long		gc_allowed;	/* jiffies: reclaim's next GC */
 	bool			gc_running;
 	bool			gc_passed;	/* it went through the index */
+	/* Members lost when the pass began, and those it found keys on. */
+	unsigned long		gc_failed, gc_failed_seen;
 	/* The bucket states on disk are ours (BCH_BUCKET_STATE); set->lock. */
 	bool			states_ok;
 	bool			gc_again;	/* what it counted died meanwhile */
@@ -247,6 +252,7 @@ struct bch_cache_set {
 	struct work_struct	rescale_work;
 	struct work_struct	uuid_work;
 	struct work_struct	member_work;	/* marks failed members so */
+	bool			marks_pending;	/* a member lost, not marked */
 	atomic64_t		gc_runs;
 	atomic64_t		invalidations;	/* gen bumps */
 
@@ -263,7 +269,7 @@ struct bch_cache_set {
  */
 static inline bool bch_member_failed(const struct bch_member *m)
 {
-	return READ_ONCE(m->failed);
+	return test_bit(0, &m->lost);
 }
 
 static inline bool bch_member_iter(struct bch_cache_set *set, unsigned int *i,
@@ -465,6 +471,7 @@ void bch_alloc_split(struct bch_cache_set *set, u64 ptr, unsigned int more);
 void bch_alloc_abort(struct bch_cache_set *set, u64 ptr);
 int bch_alloc_btree(struct bch_cache_set *set, u64 *bucket, u8 *gen);
 void bch_free_btree(struct bch_cache_set *set, u64 bucket, bool by_checkpoint);
+bool bch_ptr_reused(struct bch_cache_set *set, u64 ptr, u8 gen);
 bool bch_ptr_stale(struct bch_cache_set *set, u64 ptr, u8 gen);
 void bch_bucket_hit(struct bch_cache_set *set, u64 ptr, u32 sectors);
 void bch_account_io(struct bch_cache_set *set, u32 sectors);
@@ -533,8 +540,12 @@ static inline bool bch_cache_failed(struct bch_cache_set *set)
 void bch_member_io_error(struct bch_cache_set *set, u64 loc, bool write);
 void bch_member_fail(struct bch_cache_set *set, struct bch_member *m);
 bool bch_set_degraded(struct bch_cache_set *set);
+unsigned int bch_set_live(struct bch_cache_set *set);
 bool bch_loc_failed(struct bch_cache_set *set, u64 loc);
 bool bch_members_mark(struct bch_cache_set *set);
+int bch_members_mark_sync(struct bch_cache_set *set);
+void bch_members_open(struct bch_cache_set *set);
+void bch_members_removed(struct bch_cache_set *set, unsigned long mask);
 void bch_member_init(struct bch_cache_set *set);
 struct bch_member *bch_member_missing(struct bch_cache_set *set,
 				      unsigned int idx,
@@ -584,6 +595,7 @@ enum bch_fault_point {
 	BCH_FAULT_JOURNAL,
 	BCH_FAULT_COPY,
 	BCH_FAULT_CSUM,
+	BCH_FAULT_KEEP_FAILED,
 	BCH_FAULTS,
 };
 

@@ -43,6 +43,11 @@ module_param_named(fail_csum_every, bch_fault_every[BCH_FAULT_CSUM], uint, 0644)
 MODULE_PARM_DESC(fail_csum_every,
 		 "test only: every Nth check of data in a reader's pages fails");
 
+module_param_named(keep_failed_every, bch_fault_every[BCH_FAULT_KEEP_FAILED],
+		   uint, 0644);
+MODULE_PARM_DESC(keep_failed_every,
+		 "test only: every Nth GC pass that would mark a lost member REMOVED does not");
+
 module_param_named(gc_pause_ms, bch_fault_wait[BCH_WAIT_GC_PAUSE], uint, 0644);
 MODULE_PARM_DESC(gc_pause_ms,
 		 "test only: a GC pass lets IO run this long before its first step");

@@ -50,14 +50,21 @@ static struct bch_bucket *bch_gc_bucket(struct bch_cache_set *set, u64 ptr)
 static void bch_gc_count(struct bch_cache_set *set, const struct bch_bkey *k,
 			 u32 sectors)
 {
-	bool dirty = k->flags & BCH_KEY_DIRTY;
+	/* Dirty data lost with its members is nothing to write back. */
+	bool dirty = (k->flags & BCH_KEY_DIRTY) && !bch_key_lost(set, k);
 	unsigned int i;
 
 	if (!sectors)
 		return;
 	for (i = 0; i < k->nptrs; i++) {
 		struct bch_bucket *b = bch_gc_bucket(set, k->ptr[i]);
+		unsigned int dev = bch_ptr_dev(k->ptr[i]);
 
+		/* A key still points to a lost member: not REMOVED yet. */
+		if (dev < BCH_MAX_MEMBERS && test_bit(dev, &set->gc_failed)) {
+			set_bit(dev, &set->gc_failed_seen);
+			continue;
+		}
 		if (!b || bch_ptr_gen(k->ptr[i]) != b->gen)
 			continue;	/* reused: not this key's any more */
 		b->gc_sectors += sectors;

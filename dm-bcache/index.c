@@ -98,7 +98,7 @@ static int bch_op_io(struct bch_btree *b, bool write, u64 bucket, u32 offset,
 	    offset + sectors > set->bucket_size)
 		return -EUCLEAN;
 	if (bch_member_failed(m))
-		return -EIO;	/* a node on a lost member: the index is lost */
+		return -ENXIO;	/* a node on a lost member: bch_index_open() */
 	/*
 	 * Not from within a bio's submission (map()): what it submits is
 	 * queued until it returns, so waiting for it would never end.
@@ -290,7 +290,9 @@ static int bch_replay_mark(struct bch_cache_set *set, const struct bch_bkey *k,
 	for (i = 0; i < k->nptrs; i++) {
 		struct bch_bucket *b = bch_ptr_bucket(set, k->ptr[i]);
 
-		if (bch_ptr_gen(k->ptr[i]) != b->gen)
+		/* A copy on a lost member counts for nothing (member.c). */
+		if (bch_ptr_gen(k->ptr[i]) != b->gen ||
+		    bch_loc_failed(set, k->ptr[i]))
 			continue;
 		live = true;
 		b->sectors += k->size;
@@ -356,6 +358,12 @@ int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost)
 	}
 	if (!r && trusted)
 		r = bch_journal_walk(set, bch_replay_mark, NULL, &end);
+	/*
+	 * A node on a missing member (sets whose nodes were not all on
+	 * member 0): the index is there, the table just left it out.
+	 */
+	if (r == -ENXIO)
+		return r;
 	if (r) {
 		DMWARN("%s: cannot load the index (%d): cached data invalidated",
 		       set->name, r);
@@ -380,6 +388,8 @@ int bch_index_open(struct bch_cache_set *set, bool trusted, bool *lost)
 		r = bch_journal_walk(set, bch_replay_insert, NULL, &end);
 		set->btree_drain = false;
 		up_write(&set->btree_lock);
+		if (r == -ENXIO)
+			return r;
 		if (r) {
 			DMWARN("%s: cannot replay the journal (%d): cached data invalidated",
 			       set->name, r);

@@ -25,15 +25,19 @@
 
 #include "dm-bcache.h"
 
-/* Whether a member of @set is lost (no lock). */
+/*
+ * Whether a member of @set is lost and keys may still point to it, until
+ * a GC pass finds none and marks it REMOVED; or whether a set of several
+ * has fewer than two members left, which dirty data needs (no lock).
+ */
 bool bch_set_degraded(struct bch_cache_set *set)
 {
 	struct bch_member *m;
 
 	bch_for_each_member(m, set)
-		if (bch_member_failed(m))
+		if (bch_member_failed(m) && !READ_ONCE(m->removed))
 			return true;
-	return false;
+	return set->nr_members > 1 && bch_set_live(set) < 2;
 }
 
 /* Whether location @loc is on a lost member (no lock). */
@@ -55,8 +59,9 @@ void bch_member_fail(struct bch_cache_set *set, struct bch_member *m)
 		bch_cache_io_error(set, true);
 		return;
 	}
-	if (xchg(&m->failed, true))
+	if (test_and_set_bit(0, &m->lost))
 		return;
+	WRITE_ONCE(set->marks_pending, true);
 	DMERR("%s: member %u failing (%d errors): running degraded on the other members",
 	      set->name, m->idx, atomic_read(&m->io_errors));
 	queue_work(set->wq, &set->member_work);
@@ -84,9 +89,9 @@ void bch_member_io_error(struct bch_cache_set *set, u64 loc, bool write)
 }
 
 /*
- * Mark the lost members FAILED in the in-core superblock (set->lock held);
- * whether any was not yet. The next superblock write takes it to the
- * other members.
+ * Mark the lost members FAILED in the in-core superblock, and those no
+ * key points to any more REMOVED (set->lock held); whether any was not
+ * yet. The next superblock write takes it to the other members.
  */
 bool bch_members_mark(struct bch_cache_set *set)
 {
@@ -97,9 +102,14 @@ bool bch_members_mark(struct bch_cache_set *set)
 	bch_for_each_member(m, set) {
 		struct bch_member_disk *e = &set->sb->members[m->idx];
 
-		if (bch_member_failed(m) &&
-		    le32_to_cpu(e->state) == BCH_MEMBER_ACTIVE) {
+		u32 state = le32_to_cpu(e->state);
+
+		if (bch_member_failed(m) && state == BCH_MEMBER_ACTIVE) {
 			e->state = cpu_to_le32(BCH_MEMBER_FAILED);
+			mark = true;
+		}
+		if (READ_ONCE(m->removed) && state != BCH_MEMBER_REMOVED) {
+			e->state = cpu_to_le32(BCH_MEMBER_REMOVED);
 			mark = true;
 		}
 	}
@@ -129,11 +139,84 @@ static void bch_member_work(struct work_struct *work)
 		return;
 	}
 
-	mutex_lock(&set->lock);
-	if (bch_members_mark(set) && !bch_cache_failed(set) &&
-	    bch_sb_write(set))
+	if (bch_members_mark_sync(set))
 		bch_cache_io_error(set, true);
+}
+
+/*
+ * Mark the members lost since the last mark FAILED on disk now. Before
+ * keys are made durable (bch_flush_others()): they may name copies that
+ * a member lost since its last flush never made durable, and after a
+ * crash that member must not come back ACTIVE. Process context.
+ */
+int bch_members_mark_sync(struct bch_cache_set *set)
+{
+	int r = 0;
+
+	if (!READ_ONCE(set->marks_pending))
+		return 0;
+	mutex_lock(&set->lock);
+	/* Before the mark: a member lost meanwhile sets it again. */
+	WRITE_ONCE(set->marks_pending, false);
+	if (bch_members_mark(set) && !bch_cache_failed(set))
+		r = bch_sb_write(set);
 	mutex_unlock(&set->lock);
+	return r;
+}
+
+/*
+ * At open (set->lock held), before anything is written: members named
+ * "-" are lost, and those still ACTIVE are marked FAILED, so that the set
+ * opens again only without them; a member make-bcache --add formatted
+ * joins, ACTIVE in the member table from now on.
+ */
+void bch_members_open(struct bch_cache_set *set)
+{
+	struct bch_member *m;
+
+	lockdep_assert_held(&set->lock);
+	bch_for_each_member(m, set) {
+		struct bch_member_disk *e = &set->sb->members[m->idx];
+
+		if (m->joining) {
+			memcpy(e->uuid, m->sb->uuid, sizeof(e->uuid));
+			e->nbuckets = m->sb->nbuckets;
+			e->bucket_size = m->sb->bucket_size;
+			e->state = cpu_to_le32(BCH_MEMBER_ACTIVE);
+			DMINFO("%s: member %u added (%pg): dirty data is written to two members again",
+			       set->name, m->idx, m->bdev);
+		} else if (m->removed || m->bdev) {
+			continue;
+		} else if (le32_to_cpu(e->state) == BCH_MEMBER_ACTIVE) {
+			DMWARN("%s: member %u missing: marked failed, running degraded",
+			       set->name, m->idx);
+		} else {
+			DMINFO("%s: member %u failed earlier: running degraded",
+			       set->name, m->idx);
+		}
+	}
+	bch_members_mark(set);
+}
+
+/*
+ * A GC pass whose checkpoint is durable found no key pointing to the lost
+ * members in @mask: they are REMOVED (bch_members_mark()), and the set is
+ * degraded no more on their account. make-bcache --add may reuse the
+ * index: no key can take a new member's bucket for its own.
+ */
+void bch_members_removed(struct bch_cache_set *set, unsigned long mask)
+{
+	unsigned int i;
+
+	if (mask && bch_fault(BCH_FAULT_KEEP_FAILED))
+		return;
+	for_each_set_bit(i, &mask, BCH_MAX_MEMBERS) {
+		WRITE_ONCE(set->members[i]->removed, true);
+		DMINFO("%s: member %u: no key points to it any more: removed",
+		       set->name, i);
+	}
+	if (mask)
+		queue_work(set->wq, &set->member_work);
 }
 
 void bch_member_init(struct bch_cache_set *set)
@@ -157,16 +240,33 @@ struct bch_member *bch_member_missing(struct bch_cache_set *set,
 	if (!m)
 		return NULL;
 	m->idx = idx;
-	m->failed = true;
+	__set_bit(0, &m->lost);
+	m->removed = le32_to_cpu(e->state) == BCH_MEMBER_REMOVED;
 	m->nbuckets = le64_to_cpu(e->nbuckets);
 	m->first_bucket = bch_first_bucket(m->nbuckets,
 					   le32_to_cpu(e->bucket_size));
-	m->buckets = vzalloc(array_size(m->nbuckets, sizeof(*m->buckets)));
+	/* A REMOVED entry's count may be anything: no key points there. */
+	m->buckets = vzalloc(array_size(max_t(u64, m->nbuckets, 1),
+					sizeof(*m->buckets)));
 	if (!m->buckets) {
 		kfree(m);
 		return NULL;
 	}
-	for (i = 0; i < m->nbuckets; i++)
+	for (i = 0; i < m->nbuckets; i++) {
 		m->buckets[i].state = BCH_B_META;
+		if (!(i % 4096))
+			cond_resched();
+	}
 	return m;
+}
+
+/* Members that are not lost. */
+unsigned int bch_set_live(struct bch_cache_set *set)
+{
+	unsigned int n = 0;
+	struct bch_member *m;
+
+	bch_for_each_live_member(m, set)
+		n++;
+	return n;
 }

@@ -122,6 +122,10 @@ bool bch_prios_load_state(struct bch_cache_set *set)
 
 	if (!bch_bucket_state_valid(set->sb) || set->members_behind)
 		return false;
+	/* The whole index is read when one is missing: none of it there. */
+	bch_for_each_member(m, set)
+		if (!m->bdev && !m->removed)
+			return false;
 	bch_for_each_live_member(m, set)
 		if (WARN_ON(!m->prio_buf))
 			return false;

@@ -644,7 +644,7 @@ static int bch_csum_reread(struct bch_cache_set *set, u64 ptr, u8 gen,
 	int r;
 
 	r = bch_loc_io(set, REQ_OP_READ, ptr, buf, bytes);
-	if (!r && bch_ptr_stale(set, ptr, gen))
+	if (!r && bch_ptr_reused(set, ptr, gen))
 		r = -ESTALE;
 	else if (!r && bch_crc32c(buf, bytes) != csum)
 		r = -EBADMSG;
@@ -722,7 +722,7 @@ static void bch_piece_endio(struct bio *clone)
 			return;
 		}
 		WRITE_ONCE(io->cache_error, 1);
-	} else if (bch_ptr_stale(bt->set, p->ptr, p->gen)) {
+	} else if (bch_ptr_reused(bt->set, p->ptr, p->gen)) {
 		WRITE_ONCE(io->stale, 1);
 	} else if (p->verify && !bch_piece_good(p)) {
 		INIT_WORK(&p->work, bch_piece_bad_work);
@@ -1243,7 +1243,8 @@ static int bch_range_dirty(struct bch_cache_set *set, u32 inode, u64 start,
 		r = bch_index_lookup(set, inode, start, end, &k);
 		if (r < 0)
 			return r;
-		if (r && (k.flags & BCH_KEY_DIRTY))
+		/* Lost with its members: a write replaces it (member.c). */
+		if (r && (k.flags & BCH_KEY_DIRTY) && !bch_key_lost(set, &k))
 			return 1;
 		if (WARN_ON_ONCE(!k.size))
 			break;
@@ -2036,11 +2037,11 @@ int bch_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
 		}
 		if (io->dirty && *error)
 			break;	/* the origin is behind: an error, never its data */
-		if (io->dirty && bch_ptr_stale(bt->set, io->ptr, io->gen)) {
+		if (io->dirty && bch_ptr_reused(bt->set, io->ptr, io->gen)) {
 			bch_read_again(bt, bio, io);
 			return DM_ENDIO_INCOMPLETE;
 		}
-		if (*error || bch_ptr_stale(bt->set, io->ptr, io->gen)) {
+		if (*error || bch_ptr_reused(bt->set, io->ptr, io->gen)) {
 			atomic64_inc(&bt->stats.retries);
 			bch_retry_from_origin(bt, bio, io);
 			return DM_ENDIO_INCOMPLETE;

@@ -101,8 +101,9 @@ int bch_member_io(struct bch_cache_set *set, struct bch_member *m,
  * Make what every member but @except has written durable: a write with
  * PREFLUSH flushes its own device only, and what it makes durable (a
  * journal entry, a node's appended set) may name data and nodes on the
- * others. A member other than 0 that cannot flush is lost: what it holds
- * counts for nothing from now on. Process context.
+ * others. A member other than 0 that cannot flush is lost, and so marked
+ * on disk before anything naming its copies is made durable. Process
+ * context.
  */
 int bch_flush_others(struct bch_cache_set *set, struct bch_member *except)
 {
@@ -118,7 +119,7 @@ int bch_flush_others(struct bch_cache_set *set, struct bch_member *except)
 		if (r)
 			bch_member_fail(set, m);
 	}
-	return 0;
+	return bch_members_mark_sync(set);
 }
 
 /* IO at @loc, a location (bch_ptr_loc()): cached data. */
@@ -416,25 +417,116 @@ static int bch_member_read(struct bch_cache_set *set, struct block_device *bdev,
 }
 
 /*
+ * Whether member @m was formatted by make-bcache --add and never opened:
+ * its superblock was never written by a set (seq 0). It joins the set at
+ * an index that no key can point to (NONE, or REMOVED: bch_gc_apply()).
+ */
+static bool bch_member_joining(const struct bch_member *m)
+{
+	return !le64_to_cpu(m->sb->seq);
+}
+
+/* Is @m, named by a table, the member of @sb0's set it says? */
+static int bch_member_check(struct bch_cache_set *set, struct bch_member *m,
+			    const struct bch_sb_disk *sb0, char **error)
+{
+	const struct bch_sb_disk *sb = m->sb;
+	const struct bch_member_disk *e = &sb0->members[m->idx];
+	u32 state = le32_to_cpu(e->state);
+	u64 seq0 = le64_to_cpu(sb0->seq);
+
+	if (memcmp(sb->set_uuid, sb0->set_uuid, 16) ||
+	    sb->version != sb0->version ||
+	    sb->block_size != sb0->block_size ||
+	    sb->bucket_size != sb0->bucket_size) {
+		*error = "cache devices of different cache sets";
+		return -EINVAL;
+	}
+	if (bch_member_joining(m)) {
+		if (state == BCH_MEMBER_NONE || state == BCH_MEMBER_REMOVED)
+			return 0;
+		*error = "a new member's index is in use: format it again with make-bcache --add";
+		return -EINVAL;
+	}
+	/* Its superblock stopped being written when it was lost. */
+	if (state == BCH_MEMBER_FAILED) {
+		*error = "a cache device is a member its set marked failed (name it -)";
+		return -EINVAL;
+	}
+	if (state == BCH_MEMBER_REMOVED) {
+		*error = "a cache device is a member its set removed: make-bcache --add it again";
+		return -EINVAL;
+	}
+	if (state != BCH_MEMBER_ACTIVE || memcmp(e->uuid, sb->uuid, 16) ||
+	    e->nbuckets != sb->nbuckets) {
+		*error = "a cache device is not the member of the set it says";
+		return -EINVAL;
+	}
+	/*
+	 * Member 0 is written last: a crash between two members' writes
+	 * leaves the others one write ahead of it. Anything else is not this
+	 * set as it last ran (a device restored from an older image, or a
+	 * member whose writes failed).
+	 */
+	if (le64_to_cpu(sb->seq) == seq0 + 1) {
+		set->members_behind = true;
+	} else if (le64_to_cpu(sb->seq) != seq0) {
+		*error = "a cache set member is not at its set's last superblock write";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Member @i, which the table does not name: "-" for one ACTIVE or FAILED
+ * in member 0's superblock (@sb0), nothing for one REMOVED. Lost either
+ * way (bch_member_missing()).
+ */
+static int bch_member_place_missing(struct bch_cache_set *set, unsigned int i,
+				    const struct bch_sb_disk *sb0, char **error)
+{
+	const struct bch_member_disk *e = &sb0->members[i];
+	struct bch_member_geom *g = &set->geom[i];
+	struct bch_member *m;
+
+	if (le32_to_cpu(e->state) == BCH_MEMBER_NONE) {
+		*error = "cache set members not numbered from 0: not supported yet";
+		return -EINVAL;
+	}
+	m = bch_member_missing(set, i, e);
+	if (!m) {
+		*error = "cannot allocate cache set";
+		return -ENOMEM;
+	}
+	set->members[i] = m;
+	g->bucket_size = le32_to_cpu(e->bucket_size);
+	g->nbuckets = m->nbuckets;
+	g->first_bucket = m->first_bucket;
+	return 0;
+}
+
+/*
  * The @n devices a table names, read (@m, in the table's order; NULL
  * where it says "-"), are the set: member 0's superblock (written last,
  * bch_sb_write()) decides. Every member it has ACTIVE or FAILED is named,
- * a FAILED one as "-", numbered from 0 without gaps. They go to
- * set->members[] by index, and take member 0's set fields; a "-" gets a
- * lost member (bch_member_missing()).
+ * a FAILED one as "-"; a member make-bcache --add formatted joins. They
+ * go to set->members[] by index, and take member 0's set fields; a "-",
+ * and a REMOVED index, get a lost member.
  */
 static int bch_members_place(struct bch_cache_set *set, struct bch_member **m,
 			     unsigned int n, char **error)
 {
 	const struct bch_sb_disk *sb0 = NULL;
-	unsigned int i, inuse = 0;
-	u64 seq0;
+	unsigned int i, named = 0, nr = 0;
+	int r;
 
 	for (i = 0; i < n; i++)
 		if (m[i] && !m[i]->idx)
 			sb0 = m[i]->sb;
 	if (!sb0) {
-		*error = n > 1 || !m[0] ?
+		for (i = 0; i < n && m[i]; i++)
+			;
+		*error = i < n ?
 			"member 0 of a cache set cannot be missing: it holds the index" :
 			"the table names no member 0 of the cache set";
 		return -EINVAL;
@@ -448,130 +540,60 @@ static int bch_members_place(struct bch_cache_set *set, struct bch_member **m,
 		set->members[0] = m[0];
 		m[0] = NULL;
 		set->nr_members = 1;
+		set->nr_named = 1;
 		bch_sb_geom(set->members[0]->sb, &set->geom[0]);
 		return 0;
 	}
-	seq0 = le64_to_cpu(sb0->seq);
-	for (i = 0; i < n; i++) {
-		const struct bch_sb_disk *sb;
-
-		if (!m[i])
-			continue;
-		sb = m[i]->sb;
-		if (memcmp(sb->set_uuid, sb0->set_uuid, 16) ||
-		    sb->version != sb0->version ||
-		    sb->block_size != sb0->block_size ||
-		    sb->bucket_size != sb0->bucket_size) {
-			*error = "cache devices of different cache sets";
-			return -EINVAL;
-		}
-		/* Its superblock stopped being written when it was lost. */
-		if (le32_to_cpu(sb0->members[m[i]->idx].state) ==
-		    BCH_MEMBER_FAILED) {
-			*error = "a cache device is a member its set marked failed (name it -)";
-			return -EINVAL;
-		}
-		/*
-		 * Member 0 is written last: a crash between two members'
-		 * writes leaves the others one write ahead of it. Anything
-		 * else is not this set as it last ran (a device restored
-		 * from an older image, or a member whose writes failed).
-		 */
-		if (le64_to_cpu(sb->seq) == seq0 + 1) {
-			set->members_behind = true;
-		} else if (le64_to_cpu(sb->seq) != seq0) {
-			*error = "a cache set member is not at its set's last superblock write";
-			return -EINVAL;
-		}
-	}
+	/*
+	 * A REMOVED member keeps its index: a set of several stays one,
+	 * degraded with a member left, whose dirty writes need two.
+	 */
 	for (i = 0; i < BCH_MAX_MEMBERS; i++) {
 		u32 state = le32_to_cpu(sb0->members[i].state);
 
-		if (state == BCH_MEMBER_ACTIVE || state == BCH_MEMBER_FAILED) {
-			inuse++;
-		} else if (state != BCH_MEMBER_NONE) {
-			*error = "cache set has a removed member: not supported yet";
-			return -EINVAL;
-		}
-	}
-	if (inuse != n) {
-		*error = "the table must name every member of the cache set";
-		return -EINVAL;
+		if (state == BCH_MEMBER_ACTIVE || state == BCH_MEMBER_FAILED)
+			named++;
+		if (state != BCH_MEMBER_NONE)
+			nr = i + 1;
 	}
 	for (i = 0; i < n; i++) {
-		const struct bch_member_disk *e;
-
 		if (!m[i])
 			continue;
-		if (m[i]->idx >= n) {
-			*error = "cache set members not numbered from 0: not supported yet";
-			return -EINVAL;
-		}
-		e = &sb0->members[m[i]->idx];
-		if (le32_to_cpu(e->state) != BCH_MEMBER_ACTIVE ||
-		    memcmp(e->uuid, m[i]->sb->uuid, 16) ||
-		    e->nbuckets != m[i]->sb->nbuckets) {
-			*error = "a cache device is not the member of the set it says";
-			return -EINVAL;
-		}
+		r = bch_member_check(set, m[i], sb0, error);
+		if (r)
+			return r;
 		if (set->members[m[i]->idx]) {
 			*error = "two cache devices are one member";
 			return -EINVAL;
 		}
+		m[i]->joining = bch_member_joining(m[i]);
+		if (m[i]->joining) {
+			named++;
+			nr = max(nr, m[i]->idx + 1);
+		}
 		set->members[m[i]->idx] = m[i];
 		m[i] = NULL;
 	}
-	set->nr_members = n;
-	for (i = 0; i < n; i++) {
-		const struct bch_member_disk *e = &sb0->members[i];
+	if (named != n) {
+		*error = "the table must name every member of the cache set";
+		return -EINVAL;
+	}
+	set->nr_members = nr;
+	set->nr_named = n;
+	for (i = 0; i < nr; i++) {
 		struct bch_member *mi = set->members[i];
-		struct bch_member_geom *g = &set->geom[i];
 
-		if (mi) {
-			if (mi->sb != sb0)
-				bch_sb_set_fields(mi->sb, sb0);
-			bch_sb_geom(mi->sb, g);
+		if (!mi) {
+			r = bch_member_place_missing(set, i, sb0, error);
+			if (r)
+				return r;
 			continue;
 		}
-		if (le32_to_cpu(e->state) == BCH_MEMBER_NONE) {
-			*error = "cache set members not numbered from 0: not supported yet";
-			return -EINVAL;
-		}
-		mi = bch_member_missing(set, i, e);
-		if (!mi) {
-			*error = "cannot allocate cache set";
-			return -ENOMEM;
-		}
-		set->members[i] = mi;
-		g->bucket_size = le32_to_cpu(e->bucket_size);
-		g->nbuckets = mi->nbuckets;
-		g->first_bucket = mi->first_bucket;
+		if (mi->sb != sb0)
+			bch_sb_set_fields(mi->sb, sb0);
+		bch_sb_geom(mi->sb, &set->geom[i]);
 	}
 	return 0;
-}
-
-/*
- * Members the table names "-" are lost: say so, and mark those still
- * ACTIVE as FAILED before anything else is written (set->lock held), so
- * that the set opens again only without them.
- */
-static void bch_members_missing(struct bch_cache_set *set)
-{
-	struct bch_member *m;
-
-	lockdep_assert_held(&set->lock);
-	bch_for_each_member(m, set) {
-		if (m->bdev)
-			continue;
-		if (le32_to_cpu(set->sb->members[m->idx].state) ==
-		    BCH_MEMBER_ACTIVE)
-			DMWARN("%s: member %u missing: marked failed, running degraded",
-			       set->name, m->idx);
-		else
-			DMINFO("%s: member %u failed earlier: running degraded",
-			       set->name, m->idx);
-	}
-	bch_members_mark(set);
 }
 
 /* Is the cache set @uuid open already (bch_sets_lock held)? */
@@ -681,14 +703,16 @@ static struct bch_cache_set *bch_set_open(struct block_device **bdevs,
 	bch_uuids_recover(set, trusted);
 	r = bch_index_open(set, trusted, &lost);
 	if (r) {
-		*error = "cannot set up the cache index";
+		*error = r == -ENXIO ?
+			"the index has nodes on a member the table names -: name its device" :
+			"cannot set up the cache index";
 		goto err;
 	}
 	if (lost)
 		bch_uuids_recover(set, false);
 
 	mutex_lock(&set->lock);
-	bch_members_missing(set);
+	bch_members_open(set);
 	/*
 	 * A member one write ahead names the UUID table copy the next
 	 * write goes to: bring it level with member 0 first.
@@ -726,7 +750,7 @@ static struct bch_cache_set *bch_set_open(struct block_device **bdevs,
 
 	DMINFO("%s: cache set opened: %llu buckets of %u sectors on %u device%s",
 	       set->name, bch_set_buckets(set), set->bucket_size,
-	       set->nr_members, set->nr_members > 1 ? "s" : "");
+	       bch_set_live(set), bch_set_live(set) > 1 ? "s" : "");
 	return set;
 err:
 	for (i = 0; i < n; i++)
@@ -810,8 +834,9 @@ struct bch_cache_set *bch_set_get(struct dm_target *ti,
 		}
 		if (!found)
 			continue;
-		/* As many "-" as members missing at its open. */
-		if (found + holes != n || n != set->nr_members ||
+		/* As many "-" as members missing at its open (not REMOVED). */
+		missing -= set->nr_members - set->nr_named;
+		if (found + holes != n || n != set->nr_named ||
 		    holes != missing) {
 			*error = "the table must name every member of the cache set";
 			set = ERR_PTR(-EINVAL);

@@ -320,10 +320,15 @@ static void bch_resume(struct dm_target *ti)
 
 static const char *bch_cache_state(struct bch_cache_set *set)
 {
+	struct bch_member *m;
+	bool errors = atomic_read(&set->io_errors);
+
 	if (bch_cache_failed(set))
 		return "failed";
-	return atomic_read(&set->io_errors) || bch_set_degraded(set) ?
-	       "degraded" : "ok";
+	/* Member 0's errors are the set's; the others' their own. */
+	bch_for_each_member(m, set)
+		errors |= atomic_read(&m->io_errors) > 0;
+	return errors || bch_set_degraded(set) ? "degraded" : "ok";
 }
 
 /* The name the table gave cache device @i: "-" if missing. */

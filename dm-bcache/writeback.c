@@ -280,7 +280,8 @@ static u64 bch_wb_collect_range(struct bch_target *bt, u32 inode,
 			b->load = true;
 			break;
 		}
-		if (r && (k.flags & BCH_KEY_DIRTY)) {
+		/* Lost with its members (member.c): nothing to write back. */
+		if (r && (k.flags & BCH_KEY_DIRTY) && !bch_key_lost(set, &k)) {
 			b->found = true;
 			k.size = min_t(u64, k.size,
 				       BCH_WB_BATCH_SECTORS - b->sectors);
@@ -477,11 +478,11 @@ static int bch_wb_read_copy(struct bch_target *bt, struct bch_wb_extent *e,
 
 	if (!e->csum_sectors || !bch_verify(bt)) {
 		r = bch_loc_io(set, REQ_OP_READ, ptr, buf, len);
-		*stale = !r && bch_ptr_stale(set, ptr, e->gen[c]);
+		*stale = !r && bch_ptr_reused(set, ptr, e->gen[c]);
 		return r;
 	}
 	r = bch_loc_io(set, REQ_OP_READ, ptr - e->csum_front, data, range);
-	*stale = !r && bch_ptr_stale(set, ptr, e->gen[c]);
+	*stale = !r && bch_ptr_reused(set, ptr, e->gen[c]);
 	if (r || *stale)
 		return r;
 	if (bch_crc32c(data, range) != e->csum) {

@@ -7,11 +7,14 @@
 # hold two copies, and nothing is acknowledged with one), writes over the
 # dirty data read back new, never the older dirty data, writeback drains
 # everything, and member 1 gets no IO at all, even once it works again.
-# Tables: `-` names a missing member, in any position; a member the set
-# marked failed must be named `-`, member 0 never can be, and every member
-# still needs its entry. A member missing at open (removed with dirty data
-# left on the set) is marked failed then, and its dirty data is read from
-# member 0's copies and written back.
+# Once no key points to it, a GC pass marks it removed: tables do not name
+# it any more, and its device is refused; a set of two left with one
+# member stays degraded. Tables: `-` names a member marked failed (keys
+# may still point to it), in any position; its device is refused, member
+# 0 never can be `-`, and every member still needs its entry. A member
+# missing at open (removed with dirty data left on the set) is marked
+# failed then, and its dirty data is read from member 0's copies and
+# written back.
 # Members and origin sit on dm tables (m0, m1, o) so that each can be
 # switched to the error target.
 # disks: c0=48M c1=48M origin=64M origin2=16M
@@ -86,6 +89,11 @@ refused() {
 }
 
 dmb_load
+# Member 1 stays FAILED (keys may point to it) until part e lets a GC
+# pass mark it REMOVED: else a pass may do it at any moment once nothing
+# points to it.
+P=/sys/module/dm_bcache/parameters
+echo 1 >$P/keep_failed_every
 check "member 0 on a dm table" dmsetup create m0 --table "0 $sz0 linear $c0 0"
 check "member 1 on a dm table" dmsetup create m1 --table "0 $sz1 linear $c1 0"
 if ! make-bcache -q -b 128k $m0 $m1 2>/tmp/mk; then
@@ -183,8 +191,34 @@ check "open with - first" dmb_create c "-,$m0" "$origin" origin_uuid $A
 check_eq "degraded" degraded "$(dmb_stat c state)"
 check "the whole device reads as the origin" dmb_same /dev/mapper/c "$origin"
 check "remove" dmb_remove c
-check_eq "no IO to member 1" "$n1" "$(io_count m1)"
 refused "no member named" "-,-" "$origin"
+
+# A GC pass finds no key pointing to member 1: REMOVED. It is not named
+# any more, its device is refused, and a set of two left with one member
+# stays degraded.
+echo 0 >$P/keep_failed_every
+check "open" dmb_create c "$m0,-" "$origin" origin_uuid $A cache_mode writeback
+check "gc" dmsetup message c 0 gc
+check "logged: member 1 removed" \
+	dmesg_has "member 1: no key points to it any more: removed"
+check_eq "still degraded: one member left" degraded "$(dmb_stat c state)"
+check "remove" dmb_remove c
+check_eq "member 0's superblock: member 1 removed" removed "$(member_state $m0 1)"
+dmb_refused "member 1 named" "a cache device is a member its set removed" \
+	"0 $osz bcache $m0,$m1 $origin 2 origin_uuid $A"
+dmb_refused "- for a removed member" "the table must name every member of the cache set" \
+	"0 $osz bcache $m0,- $origin 2 origin_uuid $A"
+n1=$(io_count m1)	# the refusal read its superblock
+check "open with member 0 alone" dmb_create c "$m0" "$origin" origin_uuid $A \
+	cache_mode writeback
+check_eq "degraded: one member of two" degraded "$(dmb_stat c state)"
+check "no bypass" dmsetup message c 0 sequential_cutoff 0
+check "1 MiB of writes" dirty 52 1 8
+check_eq "... to the origin: nothing dirty" 0 "$(dmb_stat c dirty)"
+check "the whole device reads as the origin" dmb_same /dev/mapper/c "$origin"
+check "remove" dmb_remove c
+check_eq "no IO to member 1" "$n1" "$(io_count m1)"
+echo 1 >$P/keep_failed_every
 
 # f. A member missing at open: a fresh set removed with dirty data left
 # (its origin an error target, so nothing is written back), reopened
