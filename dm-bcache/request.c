@@ -987,13 +987,27 @@ static bool bch_fragmented(struct bch_cache_set *set, u32 sectors,
 }
 
 /*
+ * Whether every piece of @clones is verified: none is from a key without
+ * a checksum (a version 2 cache upgraded) or read with verify_csums 0.
+ */
+static bool bch_pieces_verified(struct bio_list *clones)
+{
+	struct bio *clone;
+
+	bio_list_for_each(clone, clones)
+		if (!container_of(clone, struct bch_piece, bio)->verify)
+			return false;
+	return true;
+}
+
+/*
  * Send the gathered pieces; @bio completes when the last one does. If
  * @snapped (a track.c snapshot taken before the lookup), a clean read of
  * enough pieces is rewritten as one extent.
  */
 static int bch_read_pieces(struct bch_target *bt, struct bio *bio,
 			   struct bch_io *io, struct bio_list *clones,
-			   u32 sectors, bool dirty, bool snapped, bool verify)
+			   u32 sectors, bool dirty, bool snapped)
 {
 	struct bch_cache_set *set = bt->set;
 	unsigned int nr = bio_list_size(clones);
@@ -1013,7 +1027,7 @@ static int bch_read_pieces(struct bch_target *bt, struct bio *bio,
 	io->rewrite = snapped && !dirty && bch_fragmented(set, sectors, nr) &&
 		      bch_fillable(bt, io->iter.bi_sector, sectors) &&
 		      /* a fresh checksum must not certify unchecked data */
-		      (!bch_csums(set) || verify);
+		      (!bch_csums(set) || bch_pieces_verified(clones));
 	atomic64_inc(&bt->stats.read_hits);
 	while ((clone = bio_list_pop(clones))) {
 		bch_bucket_hit(set, container_of(clone, struct bch_piece, bio)->ptr,
@@ -1154,7 +1168,7 @@ static int bch_map_read(struct bch_target *bt, struct bio *bio,
 	up_read(&set->btree_lock);
 	if (gathered)
 		return bch_read_pieces(bt, bio, io, &clones, gathered,
-				       k.flags & BCH_KEY_DIRTY, snapped, verify);
+				       k.flags & BCH_KEY_DIRTY, snapped);
 	if (k.size < sectors) {
 		dm_accept_partial_bio(bio, k.size);
 		sectors = k.size;
