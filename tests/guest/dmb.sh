@@ -238,3 +238,19 @@ dmb_log_segments() {
 	dmsetup mknodes
 	check "format the cache segment" make-bcache -q -b 64k /dev/mapper/cseg
 }
+
+# dmb_workload MODEL: dmb-crashload's workload on /dev/mapper/c, its model
+# of acknowledged writes on MODEL, in the background (pid in $pid, its log
+# /tmp/run.log), once it has acknowledged two batches: the power cuts'.
+dmb_workload() {
+	local i=0
+	: >/tmp/run.log
+	dmb-crashload run -d /dev/mapper/c -m "$1" -n 100000 -w 16 -r 8 >/tmp/run.log 2>&1 &
+	pid=$!
+	while [ "$(grep -c '^ack' /tmp/run.log)" -lt 2 ] && [ $i -lt 300 ] &&
+		kill -0 $pid 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	check "the workload acknowledged batches" test "$(grep -c '^ack' /tmp/run.log)" -ge 2
+}

@@ -6,54 +6,9 @@
 # cache did not use. An upgrade stopped before its superblock write leaves
 # the version 2 cache as it was; the refusals write nothing.
 set -u
-T=${DMB_TOP:?}/bcache-tools
-# serialised with the other suites of ours that build here (tools-install)
-flock /tmp/dm-bcache-tools-build.lock make -s -C "$T" all tests/fixture || exit 1
-PATH=$T:$T/tests:$PATH
-dir=$(mktemp -d /tmp/tools-check-upgrade.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
-cd "$dir" || exit 1
-npass=0 nfail=0
-
-ok() { echo "ok   $*"; npass=$((npass + 1)); }
-bad() { echo "FAIL $*"; nfail=$((nfail + 1)); }
-
-# run RC DESC CMD...: CMD must exit RC; its output is kept in ./out
-run() {
-	local want=$1 desc=$2 rc
-	shift 2
-	"$@" >out 2>&1
-	rc=$?
-	if [ "$rc" -eq "$want" ]; then
-		ok "$desc (exit $rc)"
-	else
-		bad "$desc: exit $rc, expected $want: $*"
-		sed 's/^/     | /' out
-	fi
-}
-
-# has DESC PATTERN: the last run's output matches the extended regexp
-has() {
-	if grep -Eq -- "$2" out; then
-		ok "$1"
-	else
-		bad "$1: no /$2/ in the output"
-		sed 's/^/     | /' out
-	fi
-}
-
-hasnt() {
-	if grep -Eq -- "$2" out; then
-		bad "$1: /$2/ in the output"
-		sed 's/^/     | /' out
-	else
-		ok "$1"
-	fi
-}
-
-eq() {
-	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$2', got '$3'"; fi
-}
+LIB_NAME=tools-check-upgrade
+# shellcheck source=tests/host/lib/tools.sh
+. "$(dirname "$0")/lib/tools.sh"
 
 # same DESC FILE1 FILE2: identical files
 same() {

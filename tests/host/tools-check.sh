@@ -2,58 +2,9 @@
 # Host: bcache-check, bcache-dump and probe-bcache on sparse files, with
 # indexes built by the kernel's btree code (bcache-tools/tests/fixture).
 set -u
-T=${DMB_TOP:?}/bcache-tools
-# serialised with the other suites of ours that build here (tools-install)
-flock /tmp/dm-bcache-tools-build.lock make -s -C "$T" all tests/fixture || exit 1
-PATH=$T:$T/tests:$PATH
-dir=$(mktemp -d /tmp/tools-check.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
-cd "$dir" || exit 1
-npass=0 nfail=0
-
-ok() { echo "ok   $*"; npass=$((npass + 1)); }
-bad() { echo "FAIL $*"; nfail=$((nfail + 1)); }
-
-# run RC DESC CMD...: CMD must exit RC; its output is kept in ./out
-run() {
-	local want=$1 desc=$2 rc
-	shift 2
-	"$@" >out 2>&1
-	rc=$?
-	if [ "$rc" -eq "$want" ]; then
-		ok "$desc (exit $rc)"
-	else
-		bad "$desc: exit $rc, expected $want: $*"
-		sed 's/^/     | /' out
-	fi
-}
-
-# has DESC PATTERN: the last run's output matches the extended regexp
-has() {
-	if grep -Eq -- "$2" out; then
-		ok "$1"
-	else
-		bad "$1: no /$2/ in the output"
-		sed 's/^/     | /' out
-	fi
-}
-
-hasnt() {
-	if grep -Eq -- "$2" out; then
-		bad "$1: /$2/ in the output"
-		sed 's/^/     | /' out
-	else
-		ok "$1"
-	fi
-}
-
-count() { # count PATTERN: lines of ./out matching
-	grep -Ec -- "$1" out
-}
-
-eq() {
-	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$2', got '$3'"; fi
-}
+LIB_NAME=tools-check
+# shellcheck source=tests/host/lib/tools.sh
+. "$(dirname "$0")/lib/tools.sh"
 
 BUCKET=$((512 * 1024))		# make-bcache's default bucket, bytes
 # A 64 MiB cache of those: bucket 0 metadata, 1-4 the journal (ring sectors
@@ -805,6 +756,24 @@ if [ "$V" = 3 ]; then
 			exit 1
 		fi
 	}
+	set3() { # set3 NAME [fixture set options]: NAME0, NAME1, NAME2
+		local n=$1
+		shift
+		rm -f "${n}0" "${n}1" "${n}2"
+		if ! truncate -s 64M "${n}0" "${n}1" "${n}2" ||
+		   ! make-bcache -q "${n}0" "${n}1" "${n}2" >/dev/null ||
+		   ! fixture set "${n}0" "${n}1" "m2=${n}2" "$@" >/dev/null; then
+			bad "set3 $n"
+			exit 1
+		fi
+	}
+	join() { # join MEMBER NAME: NAME formatted by make-bcache --add
+		rm -f "$2"
+		if ! truncate -s 64M "$2" || ! make-bcache -q --add "$1" "$2"; then
+			bad "join $2"
+			exit 1
+		fi
+	}
 	set2 m
 	run 0 "set: check of both members" bcache-check m0 m1
 	has "set: each member's superblock" "^member 1: superblock: ok: version 3"
@@ -878,7 +847,7 @@ if [ "$V" = 3 ]; then
 	# own superblock left as it was, a write behind) -------------------
 	set2 dg fail1
 	run 0 "degraded: member 0 alone, member 1 failed" bcache-check -d dg0
-	has "degraded: said" "^cache set: 2 members, degraded; member 0's superblock \(seq 3\) decides$"
+	has "degraded: said" "^cache set: 2 members, degraded: one member left; member 0's superblock \(seq 3\) decides$"
 	has "degraded: the failed member noted" "^note: cache set: member 1 failed \(member 0's superblock marks it\): not read"
 	hasnt "degraded: nothing of member 1 read" "^member 1: "
 	has "degraded: dirty keys live through member 0's copies, the clean one on member 1 dead" "^index: 1 level, 1 node, 2 live keys \(8 KiB in 1 bucket\), 1 dead keys \(1 failed-member\)$"
@@ -935,6 +904,125 @@ if [ "$V" = 3 ]; then
 	eq "missing: nothing written" "$sum" "$(md5sum <m0)"
 	run 0 "missing: dump" bcache-dump m0 -
 	has "missing: dump says so" "^# -: .*, member 1 of 2, named -: active in member 0's superblock, the next open marks it failed"
+
+	# --- a member removed: REMOVED in member 0's table once a GC pass
+	# found no key pointing to it (the copies on it dropped); it keeps
+	# its index, and a set of two left with one member is still a set ---
+	set2 rm removed1
+	run 0 "removed: member 0 alone, member 1 removed" bcache-check -d rm0
+	has "removed: still a set of two, one member left" "^cache set: 2 members \(1 removed\), degraded: one member left; member 0's superblock \(seq 3\) decides$"
+	has "removed: noted" "^note: cache set: member 1 was removed \(member 0's superblock marks it: no key pointed to it any more\): not named, not read; it keeps its index$"
+	hasnt "removed: nothing of member 1 read" "^member 1: "
+	has "removed: member 0's superblock prefixed as a member's" "^member 0: bucket array: copy 0 \(current\) ok"
+	has "removed: the keys on member 0" "^index: 1 level, 1 node, 2 live keys \(8 KiB in 1 bucket\), 0 dead keys$"
+	has "removed: --data reads member 0's copies" "^data: 2 keys verified against their checksums \(8 KiB read\), 0 mismatched"
+	has "removed: dirty data counted" "^dirty: 16 sectors \(8 KiB\) in total, in 1 slot$"
+	hasnt "removed: no error" "^(error|lost):"
+	has "removed: consistent, a set of two" "^cache set of rm0 \(2 members\): consistent$"
+	run 3 "removed: its device is refused" bcache-check rm0 rm1
+	has "removed: as the kernel refuses it" "^bcache-check: rm1 is member 1, which its set removed \(in member 0's superblock\): it is no member any more; leave it out, or make-bcache --add it again$"
+	run 3 "removed: dump refuses it too, in any order" bcache-dump rm1 rm0
+	has "removed: dump says why" "rm1 is member 1, which its set removed"
+	run 3 "removed: not named - either" bcache-check rm0 -
+	has "removed: - refused" "rm0 is member 0 of a set of 2 members: 1 named -, but 0 members are not named \(a member its set removed is not named, not even -\)$"
+	run 0 "removed: dump" bcache-dump rm0
+	has "removed: dump names the removed member" "^# -: dm-bcache cache .*, member 1 of 2, removed \(member 0's superblock marks it: no key pointed to it any more\): not named, not read$"
+	has "removed: dump describes the set" "^# cache set: 2 members \(1 removed\), degraded: one member left$"
+	has "removed: dump of a key with its copy on member 0 only" "^key 0/1 0 8 0:5\+0 0 dirty,csum live$"
+	eq "removed: no key on member 1" 0 "$(count '^key .*[ ,]1:[0-9]')"
+	has "removed: no buckets of it" "^member 1 -$"
+	has "removed: said so" "^# buckets: a removed member: not read$"
+	run 0 "removed: super-show says removed" bcache-super-show rm0
+	has "removed: member.1.state" "^member.1.state	removed$"
+	hasnt "removed: member 0 joins nothing" "^sb.joining"
+
+	# a key still pointing to the removed member: none should
+	set2 rk removed1 keepptrs
+	run 1 "removed: keys still pointing to it" bcache-check -d rk0
+	eq "removed: each named" 3 "$(count "^error: index key \(slot 0 epoch 1, sectors [0-9]+-[0-9]+\): points to member 1, which its set removed \(once no key pointed to it\): none should")"
+	has "removed: judged as the kernel does (stale)" "^index: 1 level, 1 node, 2 live keys \(8 KiB in 1 bucket\), 1 dead keys \(1 failed-member\)$"
+	has "removed: its copies not read" "^data: 2 keys verified against their checksums \(8 KiB read\), 0 mismatched"
+	has "removed: inconsistent" "^cache set of rk0 \(2 members\): inconsistent$"
+	sum=$(md5sum <rk0)
+	run 1 "removed: --repair refused (a set of several)" bcache-check -r rk0
+	has "removed: repair refusal" "^repair: refused: repairing a cache set of several devices is not supported yet; nothing was written$"
+	eq "removed: the refused repair wrote nothing" "$sum" "$(md5sum <rk0)"
+	run 1 "removed: dump of keys pointing to it is exit 1" bcache-dump -b rk0
+	has "removed: dump says so" "^# index: 3 key\(s\) point to member 1, which its set removed"
+	has "removed: dump of such a key" "^key 0/1 8 16 1:6\+0 0 csum dead:failed-member$"
+
+	# gaps: member 1 removed, members 0 and 2 active
+	set3 gp removed1
+	run 0 "gap: members 0 and 2, member 1 removed" bcache-check -d gp2 gp0
+	has "gap: the set" "^cache set: 3 members \(1 removed\), all named; member 0's superblock \(seq 3\) decides$"
+	has "gap: member 2 checked" "^member 2: bucket array: copy 0 \(current\) ok"
+	hasnt "gap: nothing of member 1" "^member 1: "
+	has "gap: every key live" "^index: 1 level, 1 node, 3 live keys \(12 KiB in 3 buckets\), 0 dead keys$"
+	has "gap: --data reads both members" "^data: 3 keys verified against their checksums \(20 KiB read\), 0 mismatched"
+	has "gap: consistent" "^cache set of gp0 \(3 members\): consistent$"
+	run 3 "gap: member 2 must be named" bcache-check gp0
+	has "gap: what is missing" "gp0 is member 0 of a set of 3 members: 1 member is missing"
+	run 0 "gap: dump" bcache-dump gp0 gp2
+	has "gap: dump of a key on members 0 and 2" "^key 0/1 0 8 0:5\+0,2:5\+0 0,0 dirty,csum live$"
+	has "gap: member 1's header" "^# -: .*, member 1 of 3, removed"
+	has "gap: member 2's header" "^# gp2: .*, member 2 of 3, clean, seq 3$"
+	has "gap: member 2's buckets" "^member 2 gp2$"
+	has "gap: the set described" "^# cache set: 3 members \(1 removed\), all named$"
+
+	# a set of three left with member 0: still a set
+	set3 ol removed1 removed2
+	run 0 "one left: members 1 and 2 removed" bcache-check -d ol0
+	has "one left: said" "^cache set: 3 members \(2 removed\), degraded: one member left; "
+	has "one left: consistent" "^cache set of ol0 \(3 members\): consistent$"
+	run 0 "one left: dump" bcache-dump ol0
+	has "one left: dump says so" "^# cache set: 3 members \(2 removed\), degraded: one member left$"
+
+	# --- a member make-bcache --add formatted (seq 0): it joins at the
+	# next open, at an index no key can point to ------------------------
+	join rm0 jn
+	run 0 "join: super-show of the new member" bcache-super-show jn
+	has "join: at the removed index" "^sb.dev_idx	1$"
+	has "join: seq 0" "^sb.seq	0$"
+	has "join: seq 0 explained" "^sb.joining	yes: make-bcache --add formatted this member, no open set has written it; it joins its set at the next open"
+	run 0 "join: at member 1's (removed) index" bcache-check -d rm0 jn
+	has "join: its superblock checked" "^member 1: superblock: ok: version 3"
+	hasnt "join: nothing more of it read" "^member 1: bucket array"
+	has "join: the set as the next open has it" "^cache set: 2 members \(1 joining\), all named; member 0's superblock \(seq 3\) decides$"
+	has "join: noted" "^note: cache set: member 1 \(jn\) joins at the next open: make-bcache --add formatted it \(superblock seq 0\) at an index member 0's superblock marks removed; only its superblock is checked"
+	has "join: consistent" "^cache set of rm0 \(2 members\): consistent$"
+	run 0 "join: named first" bcache-check jn rm0
+	run 0 "join: dump" bcache-dump rm0 jn
+	has "join: dump says so" "^# jn: dm-bcache cache .*, member 1 of 2, joins at the next open \(make-bcache --add formatted it, seq 0, at an index member 0's superblock marks removed\): only its superblock is read$"
+	has "join: dump describes the set" "^# cache set: 2 members \(1 joining\), all named$"
+	has "join: no buckets of it" "^# buckets: a member that joins at the next open: not read$"
+	run 3 "join: alone" bcache-check jn
+	has "join: member 0 missing" "jn is member 1 of a set of 2 members: member 0 is not named"
+	run 3 "join: with the removed member's device" bcache-check rm0 rm1 jn
+	has "join: two devices at one index" "rm1 and jn are both member 1 of the set"
+	# at a new index of a set of two: member 2
+	join m0 jm
+	run 0 "join: at a new index" bcache-check m0 jm m1
+	has "join: a set of three" "^cache set: 3 members \(1 joining\), all named; "
+	has "join: the index was unused" "^note: cache set: member 2 \(jm\) joins .* marks unused; "
+	run 3 "join: the others must be named" bcache-check m0 jm
+	has "join: what is missing" "m0 is member 0 of a set of 3 members: 1 member is missing"
+	# joining a set whose member 1 failed: member 2, still degraded
+	join dg0 jd
+	run 0 "join: a degraded set" bcache-check dg0 - jd
+	has "join: still degraded (member 1 failed)" "^cache set: 3 members \(1 joining\), degraded; "
+	# keys pointing to the index it takes: none should
+	join rk0 jk
+	run 1 "join: keys pointing to its index" bcache-check rk0 jk
+	eq "join: each named" 3 "$(count "^error: index key .*: points to member 1, which joins the set at the next open")"
+	# its index in use: a set of the same uuid whose member 1 is active
+	U=5e75e75e-0000-4000-8000-000000000005
+	rm -f ua0 ua1 ub0 ub1
+	truncate -s 64M ua0 ua1 ub0 ub1
+	make-bcache -q --cset-uuid $U ua0 ua1 >/dev/null && make-bcache -q --cset-uuid $U ub0 ub1 >/dev/null &&
+		fixture set ub0 ub1 removed1 >/dev/null || bad "two sets of one uuid"
+	join ub0 uj
+	run 3 "join: its index in use" bcache-check ua0 uj
+	has "join: as the kernel refuses it" "^bcache-check: uj is a new member \(superblock seq 0: make-bcache --add formatted it\) at index 1, which member 0's superblock has active: the index is in use; format it again with make-bcache --add$"
 fi
 
 # --- the udev rule: syntax only (no udev here) -----------------------------

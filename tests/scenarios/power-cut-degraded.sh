@@ -243,16 +243,7 @@ if [ "$BOOT" -gt 1 ]; then
 fi
 
 if [ "$BOOT" -lt "$BOOTS" ]; then
-	: >/tmp/run.log
-	dmb-crashload run -d /dev/mapper/c -m "$model" -n 100000 -w 16 -r 8 >/tmp/run.log 2>&1 &
-	pid=$!
-	acks() { grep -c '^ack' /tmp/run.log; }
-	i=0
-	while [ "$(acks)" -lt 2 ] && [ $i -lt 300 ] && kill -0 $pid 2>/dev/null; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	check "the workload acknowledged batches" test "$(acks)" -ge 2
+	dmb_workload "$model"
 	failed_now=
 	if [ "$BOOT" -gt "$K" ] && [ "$(dmb_stat c state)" = ok ]; then
 		info "boot $BOOT: member 1 fails under the workload, at: $(tail -n 1 /tmp/run.log)"
