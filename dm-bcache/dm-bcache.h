@@ -252,7 +252,9 @@ struct bch_cache_set {
 	struct work_struct	rescale_work;
 	struct work_struct	uuid_work;
 	struct work_struct	member_work;	/* marks failed members so */
-	bool			marks_pending;	/* a member lost, not marked */
+	/* Members lost or removed (bumped), and as of which write on disk. */
+	atomic_t		marks_gen;
+	int			marks_done;	/* set->lock */
 	atomic64_t		gc_runs;
 	atomic64_t		invalidations;	/* gen bumps */
 
@@ -526,6 +528,7 @@ void bch_gc_inserted(struct bch_cache_set *set, const struct bch_bkey *k);
 void bch_gc_cleaned(struct bch_cache_set *set, const struct bch_bkey *k);
 bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k);
 bool bch_key_lost(struct bch_cache_set *set, const struct bch_bkey *k);
+bool bch_key_on_lost(struct bch_cache_set *set, const struct bch_bkey *k);
 int bch_key_stale_copy(struct bch_btree *b, const struct bch_bkey *k);
 
 /* super.c: callable from bio completion */

@@ -84,6 +84,7 @@ static void bch_gc_mark(struct bch_btree *btree, const struct bch_bkey *k,
 		bch_gc_count(arg, k, k->size);
 		return;
 	}
+	bch_key_on_lost(arg, k);	/* a node there: not REMOVED */
 	b = bch_gc_bucket(arg, k->ptr[0]);
 	if (b)
 		WRITE_ONCE(b->gc_seen, true);
@@ -146,13 +147,22 @@ static bool bch_copy_stale(struct bch_cache_set *set, const struct bch_bkey *k,
 	return bch_ptr_stale(set, bch_ptr_loc(k->ptr[i]), bch_ptr_gen(k->ptr[i]));
 }
 
+/*
+ * A copy of live key @k to drop: one whose bucket was reused, if @k has a
+ * live copy. Not a lost member's: while a dirty key has it the member is
+ * not REMOVED and the set stays degraded, so that writeback writes the
+ * key back (it has one copy left), and marks it clean with the other.
+ */
 int bch_key_stale_copy(struct bch_btree *b, const struct bch_bkey *k)
 {
 	struct bch_cache_set *set = b->priv;
 	int i, stale = -1;
 	bool live = false;
 
+	bch_key_on_lost(set, k);
 	for (i = 0; i < k->nptrs; i++) {
+		if (bch_loc_failed(set, k->ptr[i]))
+			continue;
 		if (bch_copy_stale(set, k, i))
 			stale = i;
 		else
@@ -175,10 +185,33 @@ bool bch_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 	if (k->inode == BCH_INODE_NONE ||
 	    k->inode != bch_slot_inode(set, k->inode % BCH_UUID_SLOTS))
 		return true;
+	bch_key_on_lost(set, k);
 	for (i = 0; i < k->nptrs; i++)
 		if (!bch_copy_stale(set, k, i))
 			return false;
 	return !(k->flags & BCH_KEY_DIRTY) || !bch_key_lost(set, k);
+}
+
+/*
+ * Whether a copy of @k is on a lost member; one a GC pass is looking for
+ * (bch_alloc_gc_start()) is seen, whoever asks: so is a key the pass
+ * drops as dead, which is not counted (bch_members_removed()).
+ */
+bool bch_key_on_lost(struct bch_cache_set *set, const struct bch_bkey *k)
+{
+	bool lost = false;
+	unsigned int i;
+
+	for (i = 0; i < k->nptrs; i++) {
+		unsigned int dev = bch_ptr_dev(k->ptr[i]);
+
+		if (!bch_loc_failed(set, k->ptr[i]))
+			continue;
+		lost = true;
+		if (test_bit(dev, &set->gc_failed))
+			set_bit(dev, &set->gc_failed_seen);
+	}
+	return lost;
 }
 
 /*

@@ -61,7 +61,7 @@ void bch_member_fail(struct bch_cache_set *set, struct bch_member *m)
 	}
 	if (test_and_set_bit(0, &m->lost))
 		return;
-	WRITE_ONCE(set->marks_pending, true);
+	atomic_inc(&set->marks_gen);
 	DMERR("%s: member %u failing (%d errors): running degraded on the other members",
 	      set->name, m->idx, atomic_read(&m->io_errors));
 	queue_work(set->wq, &set->member_work);
@@ -153,12 +153,12 @@ int bch_members_mark_sync(struct bch_cache_set *set)
 {
 	int r = 0;
 
-	if (!READ_ONCE(set->marks_pending))
+	if (atomic_read(&set->marks_gen) == READ_ONCE(set->marks_done))
 		return 0;
 	mutex_lock(&set->lock);
-	/* Before the mark: a member lost meanwhile sets it again. */
-	WRITE_ONCE(set->marks_pending, false);
-	if (bch_members_mark(set) && !bch_cache_failed(set))
+	/* Every superblock write takes the marks (bch_sb_write()). */
+	if (atomic_read(&set->marks_gen) != set->marks_done &&
+	    !bch_cache_failed(set))
 		r = bch_sb_write(set);
 	mutex_unlock(&set->lock);
 	return r;
@@ -208,15 +208,15 @@ void bch_members_removed(struct bch_cache_set *set, unsigned long mask)
 {
 	unsigned int i;
 
-	if (mask && bch_fault(BCH_FAULT_KEEP_FAILED))
+	if (!mask || bch_fault(BCH_FAULT_KEEP_FAILED))
 		return;
 	for_each_set_bit(i, &mask, BCH_MAX_MEMBERS) {
 		WRITE_ONCE(set->members[i]->removed, true);
 		DMINFO("%s: member %u: no key points to it any more: removed",
 		       set->name, i);
 	}
-	if (mask)
-		queue_work(set->wq, &set->member_work);
+	atomic_inc(&set->marks_gen);
+	queue_work(set->wq, &set->member_work);
 }
 
 void bch_member_init(struct bch_cache_set *set)
@@ -242,10 +242,16 @@ struct bch_member *bch_member_missing(struct bch_cache_set *set,
 	m->idx = idx;
 	__set_bit(0, &m->lost);
 	m->removed = le32_to_cpu(e->state) == BCH_MEMBER_REMOVED;
-	m->nbuckets = le64_to_cpu(e->nbuckets);
-	m->first_bucket = bch_first_bucket(m->nbuckets,
-					   le32_to_cpu(e->bucket_size));
-	/* A REMOVED entry's count may be anything: no key points there. */
+	/*
+	 * A REMOVED entry's geometry is not checked (nor needed): no bucket,
+	 * so that a key pointing there is invalid. A FAILED one has the set's
+	 * bucket size (bch_sb_members_invalid()).
+	 */
+	if (!m->removed) {
+		m->nbuckets = le64_to_cpu(e->nbuckets);
+		m->first_bucket = bch_first_bucket(m->nbuckets,
+						   le32_to_cpu(e->bucket_size));
+	}
 	m->buckets = vzalloc(array_size(max_t(u64, m->nbuckets, 1),
 					sizeof(*m->buckets)));
 	if (!m->buckets) {

@@ -243,11 +243,16 @@ static int bch_fill_check(struct bch_index_op *op)
 	struct bch_fill *f = container_of(op, struct bch_fill_op, op)->f;
 	struct bch_target *bt = f->bt;
 
-	/* The snapshot's own range: a piece's would sum other regions. */
+	/*
+	 * The snapshot's own range: a piece's would sum other regions. Not
+	 * onto a member lost since the allocation: no key may point to it
+	 * once a GC pass found none (member.c).
+	 */
 	if (f->inode == BCH_INODE_NONE ||
 	    f->inode != bch_slot_inode(bt->set, bt->slot) ||
 	    !bch_track_unchanged(bch_track_of(bt), f->sector, f->snap_sectors,
-				 f->snap))
+				 f->snap) ||
+	    bch_key_on_lost(bt->set, &op->k))
 		return -EAGAIN;
 	return 0;
 }
@@ -1880,7 +1885,9 @@ static int bch_dirty_check(struct bch_index_op *op)
 {
 	struct bch_io *io = container_of(op, struct bch_dirty_op, op)->io;
 
-	return io->inode == bch_slot_inode(io->bt->set, io->bt->slot) ? 0 : -EAGAIN;
+	/* A copy on a member lost since the allocation: to the origin. */
+	return io->inode == bch_slot_inode(io->bt->set, io->bt->slot) &&
+	       !bch_key_on_lost(io->bt->set, &op->k) ? 0 : -EAGAIN;
 }
 
 static void bch_dirty_done(struct bch_index_op *op, int r)

@@ -220,9 +220,12 @@ int bch_sb_write(struct bch_cache_set *set)
 	struct bch_sb_disk *sb = set->sb;
 	struct bch_member *m;
 	unsigned int i;
-	int r = 0;
+	int r = 0, gen;
 
 	lockdep_assert_held(&set->lock);
+	/* Every write carries the members lost or removed so far (member.c). */
+	gen = atomic_read(&set->marks_gen);
+	bch_members_mark(set);
 	le64_add_cpu(&sb->seq, 1);
 	/* The bucket states on disk hold for the checkpoint it names. */
 	sb->state_seq = set->states_ok ? sb->seq : 0;
@@ -254,6 +257,8 @@ int bch_sb_write(struct bch_cache_set *set)
 		if (i && bch_fault_wait_ms(BCH_WAIT_SB_MEMBER))
 			msleep(bch_fault_wait_ms(BCH_WAIT_SB_MEMBER));
 	}
+	if (!r)
+		set->marks_done = gen;
 	return r;
 }
 
@@ -499,7 +504,7 @@ static int bch_member_place_missing(struct bch_cache_set *set, unsigned int i,
 		return -ENOMEM;
 	}
 	set->members[i] = m;
-	g->bucket_size = le32_to_cpu(e->bucket_size);
+	g->bucket_size = le32_to_cpu(sb0->bucket_size);
 	g->nbuckets = m->nbuckets;
 	g->first_bucket = m->first_bucket;
 	return 0;
@@ -794,8 +799,6 @@ static void bch_set_close(struct bch_cache_set *set)
 	if (!r)
 		r = bch_uuids_write(set);
 	if (!r) {
-		/* Members lost too late for the work (cancelled above). */
-		bch_members_mark(set);
 		set->sb->flags |= cpu_to_le64(BCH_SB_CLEAN);
 		r = bch_sb_write(set);
 	}

@@ -325,8 +325,8 @@ static const char *bch_cache_state(struct bch_cache_set *set)
 
 	if (bch_cache_failed(set))
 		return "failed";
-	/* Member 0's errors are the set's; the others' their own. */
-	bch_for_each_member(m, set)
+	/* Member 0's errors are the set's; the live others' their own. */
+	bch_for_each_live_member(m, set)
 		errors |= atomic_read(&m->io_errors) > 0;
 	return errors || bch_set_degraded(set) ? "degraded" : "ok";
 }
