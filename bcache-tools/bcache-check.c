@@ -21,7 +21,10 @@
  * A degraded set is checked without the members it lost (member 0's
  * superblock marks them failed; or named "-"), as the kernel runs it:
  * their copies are stale, dirty data with no other copy is lost. Its
- * repair is refused for now.
+ * repair is refused for now. A member the set removed keeps its index
+ * but is not named, nor read; a member make-bcache --add formatted is
+ * named with the set and joins at the next open: only its superblock is
+ * checked. No key may point to either.
  *
  * --upgrade makes a version 2 cache a version 3 one, keeping its cached
  * data (upgrade.h), once the check found nothing that would make its index
@@ -203,7 +206,7 @@ static void usage(FILE *f)
 		"       " PROG " --upgrade [-n] [-v] [-q] [-P] <device>\n"
 		"Check a dm-bcache cache device that no table is using; a cache set of\n"
 		"several devices is checked with every member named, in any order\n"
-		"(but those it marks failed; - for one whose device is lost).\n\n"
+		"(but those it marks failed or removed; - for one whose device is lost).\n\n"
 		"  -r, --repair   invalidate what cannot be trusted (never guesses);\n"
 		"                 refused if that loses dirty (not written back) data,\n"
 		"                 and on a set of several devices\n"
@@ -325,12 +328,19 @@ static void check_sb_layout(struct bch_cache *c)
 		S.sb_bad = true;
 }
 
-/* Member @m, which the set lost: not read. */
-static void note_lost(const struct bch_cache *m)
+/* Member @m, which the set lost, removed, or takes in at the next open: not read. */
+static void note_lost(const struct bch_cache *c, const struct bch_cache *m)
 {
 	unsigned int idx = le32toh(m->sb.dev_idx);
+	u32 state = le32toh(c->sb.members[idx].state);
 
-	if (m->unmarked)
+	if (m->joining)
+		note("cache set: member %u (%s) joins at the next open: make-bcache --add formatted it (superblock seq 0) at an index member 0's superblock marks %s; only its superblock is checked, no key may point to it",
+		     idx, m->dev.path, state == BCH_MEMBER_REMOVED ? "removed" : "unused");
+	else if (m->removed)
+		note("cache set: member %u was removed (member 0's superblock marks it: no key pointed to it any more): not named, not read; it keeps its index",
+		     idx);
+	else if (m->unmarked)
 		note("cache set: member %u is named -, but member 0's superblock has it active: the next open marks it failed (name it - in the table); checked as the set would then be, its copies stale",
 		     idx);
 	else
@@ -338,7 +348,7 @@ static void note_lost(const struct bch_cache *m)
 		     idx);
 }
 
-/* Every member's superblock; member 0's decides for the set. */
+/* Every member's superblock (of one that joins, only that); member 0's decides for the set. */
 static void check_sb(struct bch_cache *c)
 {
 	const struct bch_sb_disk *sb = &c->sb;
@@ -346,15 +356,17 @@ static void check_sb(struct bch_cache *c)
 	struct bch_cache *m;
 	unsigned int i;
 
-	bch_for_each_live_member(m, c)
-		check_sb_layout(m);
+	for (i = 0; i < c->nr_members; i++) {
+		m = c->members[i];
+		if (!m->lost || m->joining)
+			check_sb_layout(m);
+	}
 	if (S.several)
-		info("cache set: %u members, %s; member 0's superblock (seq %llu) decides",
-		     c->nr_members, bch_set_degraded(c) ? "degraded" : "all named",
-		     (unsigned long long)le64toh(sb->seq));
+		info("cache set: %s; member 0's superblock (seq %llu) decides",
+		     bch_set_describe(c), (unsigned long long)le64toh(sb->seq));
 	for (i = 0; i < c->nr_members; i++)
 		if (c->members[i]->lost)
-			note_lost(c->members[i]);
+			note_lost(c, c->members[i]);
 	if (c->members_ahead)
 		note("cache set: a member's superblock is one write ahead of member 0's (a crash between them): the next attach brings it level");
 	if (S.root_why[0])
@@ -765,6 +777,18 @@ struct walk {
 	bool		oom;
 };
 
+/*
+ * A key pointing to a member that no key may point to: one the set
+ * removed (a GC pass found no key pointing to it), or one that joins.
+ */
+static void check_stray(const struct bch_cache *c, const struct bch_bkey *k, const char *where)
+{
+	int dev = bch_key_stray_ptr(c, k);
+
+	if (dev >= 0)
+		problem(&k_key, "index key (%s): points to %s", where, bch_stray_why(c, dev));
+}
+
 static bool check_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 {
 	struct bch_cache *c = bch_cache_of(b);
@@ -783,6 +807,7 @@ static bool check_key_dead(struct bch_btree *b, const struct bch_bkey *k)
 		return true;
 	w->dead_by[st]++;
 	key_where(k, where, sizeof(where));
+	check_stray(c, k, where);
 	/* Where a key points was checked as it was read: bch_index_key_invalid(). */
 	if (st == BCH_KEY_DEAD_FUTURE) {
 		u = &c->uuids[bch_inode_slot(k->inode)];
@@ -989,7 +1014,10 @@ static void add_copies(struct bch_cache *c, struct walk *w, const struct bch_bke
 		if (bch_ptr_stale(c, k->ptr[i])) {
 			if (S.verbose)
 				note("index key (%s): its copy on member %u is stale (%s): the kernel skips it",
-				     where, dev, m->lost ? "the member is lost" : "its bucket was reused");
+				     where, dev,
+				     m->joining ? "the member joins at the next open" :
+				     m->removed ? "the member was removed" :
+				     m->lost ? "the member is lost" : "its bucket was reused");
 			continue;
 		}
 		w->live_sectors[dev][bch_ptr_sector(k->ptr[i]) / m->bucket_size] += k->size;
@@ -1035,6 +1063,7 @@ static void check_live(struct bch_cache *c, struct walk *w, const struct bch_bke
 	char where[96];
 
 	key_where(k, where, sizeof(where));
+	check_stray(c, k, where);
 	if (st == BCH_KEY_LOST) {
 		check_lost(w, k, where);
 		return;
@@ -1297,6 +1326,8 @@ static void check_index(struct bch_cache *c)
 	}
 
 	for (i = 0; i < c->nr_members; i++) {
+		if (c->members[i]->lost)
+			continue;	/* nothing of it is counted */
 		w.live_sectors[i] = calloc(c->members[i]->nbuckets, sizeof(*w.live_sectors[i]));
 		w.node[i] = calloc(c->members[i]->nbuckets, 1);
 		if (!w.live_sectors[i] || !w.node[i]) {
@@ -1345,7 +1376,8 @@ static void check_index(struct bch_cache *c)
 	check_states(c, &w, rp.keys);
 
 	for (i = 0; i < c->nr_members; i++)
-		for (n = c->members[i]->first_bucket; n < c->members[i]->nbuckets; n++)
+		for (n = c->members[i]->first_bucket; w.live_sectors[i] &&
+		     n < c->members[i]->nbuckets; n++)
 			used += !!w.live_sectors[i][n];
 	for (i = 0; i < BCH_KEY_NR_STATES; i++) {
 		if (i == BCH_KEY_LIVE || !w.dead_by[i])

@@ -9,7 +9,9 @@
  * the formats are in the man page. A cache set of several devices is
  * dumped with every member named: a pointer is then MEMBER:BUCKET+OFFSET.
  * A degraded set is dumped without the members it lost (not read: their
- * copies stale, as the kernel judges them).
+ * copies stale, as the kernel judges them), and a set without those it
+ * removed; a member that joins at the next open is named with it (only
+ * its superblock is read).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,7 +29,7 @@ static void usage(FILE *f)
 		"Usage: " PROG " [--btree] [--journal] [--uuids] [--buckets] [-P] <device> [<device>...]\n"
 		"Print the metadata of a dm-bcache cache device (default: all of it);\n"
 		"of a cache set of several devices, with every member named (but those\n"
-		"it marks failed; - for one whose device is lost).\n\n"
+		"it marks failed or removed; - for one whose device is lost).\n\n"
 		"  -b, --btree    the index: one line per node and per key\n"
 		"  -j, --journal  the journal: one line per entry and per key\n"
 		"  -u, --uuids    the UUID slots in use\n"
@@ -172,6 +174,30 @@ static const char *jkey_refused(struct bch_cache *c, const struct bch_jentry *e,
 static void print_key(struct bch_cache *c, const char *kind, const struct bch_bkey *k,
 		      const char *state);
 
+/* Key @k points to a member no key may point to (removed, or joining): counted in @per. */
+static void stray_count(const struct bch_cache *c, const struct bch_bkey *k, size_t *per)
+{
+	int dev = bch_key_stray_ptr(c, k);
+
+	if (dev >= 0)
+		per[dev]++;
+}
+
+/* The keys counted in @per (none should be): a comment per member (@what NULL: none); how many. */
+static size_t stray_report(const struct bch_cache *c, const size_t *per, const char *what)
+{
+	size_t total = 0;
+	unsigned int i;
+
+	for (i = 0; i < BCH_MAX_MEMBERS; i++) {
+		total += per[i];
+		if (per[i] && what)
+			printf("# %s: %zu key(s) point to %s\n", what, per[i],
+			       bch_stray_why(c, i));
+	}
+	return total;
+}
+
 /* Where the journal is damaged (the kernel drops the index), once walked. */
 static struct {
 	bool		damaged;
@@ -185,6 +211,7 @@ static int64_t print_journal(struct bch_cache *c, bool print, bool *bad)
 	struct bch_journal j;
 	struct bch_jentry e;
 	struct bch_bkey k;
+	size_t stray[BCH_MAX_MEMBERS] = { 0 };
 	const char *state;
 	int64_t keys;
 	u32 i;
@@ -217,10 +244,12 @@ static int64_t print_journal(struct bch_cache *c, bool print, bool *bad)
 			state = jkey_refused(c, &e, i);
 			if (state)
 				*bad = true;
-			if (!print)
-				continue;
 			if (!bch_jentry_key(&e, i, &k))
 				memset(&k, 0, sizeof(k));
+			else if (!state)
+				stray_count(c, &k, stray);
+			if (!print)
+				continue;
 			if (!state)
 				state = k.flags & BCH_KEY_HOLE ? "hole" :
 					bch_key_state_names[bch_key_state(c, &k)];
@@ -237,6 +266,8 @@ static int64_t print_journal(struct bch_cache *c, bool print, bool *bad)
 		printf("# journal: %llu entries, %llu keys; ends where seq %llu would be: %s\n",
 		       (unsigned long long)j.entries, (unsigned long long)j.keys,
 		       (unsigned long long)j.seq, j.end_why);
+	if (stray_report(c, stray, print ? "journal" : NULL))
+		*bad = true;
 	if (j.damaged) {
 		*bad = true;
 		jdamage.damaged = true;
@@ -268,6 +299,7 @@ static bool prio_ok(const struct bch_cache *c)
 static bool walk_index(struct bch_cache *c, struct dump *d, struct bch_replay *rp, bool *bad)
 {
 	int64_t jkeys = print_journal(c, false, bad);
+	size_t stray[BCH_MAX_MEMBERS] = { 0 }, i;
 	int r;
 
 	if (jkeys < 0) {
@@ -311,6 +343,10 @@ static bool walk_index(struct bch_cache *c, struct dump *d, struct bch_replay *r
 		*bad = true;
 		return false;
 	}
+	for (i = 0; i < d->nkeys; i++)
+		stray_count(c, &d->keys[i], stray);
+	if (stray_report(c, stray, "index"))
+		*bad = true;
 	return true;
 }
 
@@ -493,8 +529,14 @@ static int print_buckets(struct bch_cache *set, unsigned int dev, const struct d
 	u8 *node;
 	size_t j;
 
+	if (c->joining) {
+		printf("member %u %s\n# buckets: a member that joins at the next open: not read\n",
+		       dev, c->dev.path);
+		return 0;
+	}
 	if (c->lost) {
-		printf("member %u -\n# buckets: a lost member: not read\n", dev);
+		printf("member %u -\n# buckets: a %s member: not read\n", dev,
+		       c->removed ? "removed" : "lost");
 		return 0;
 	}
 	sectors = calloc(c->nbuckets, sizeof(*sectors));
@@ -580,7 +622,12 @@ static void print_member(const struct bch_cache *c, unsigned int i)
 	printf("# %s: dm-bcache cache %s, cache set %s", m->dev.path, dev, set);
 	if (c->nr_members > 1)
 		printf(", member %u of %u", i, c->nr_members);
-	if (m->lost && m->unmarked)
+	if (m->joining)
+		printf(", joins at the next open (make-bcache --add formatted it, seq 0, at an index member 0's superblock marks %s): only its superblock is read\n",
+		       le32toh(c->sb.members[i].state) == BCH_MEMBER_REMOVED ? "removed" : "unused");
+	else if (m->removed)
+		printf(", removed (member 0's superblock marks it: no key pointed to it any more): not named, not read\n");
+	else if (m->lost && m->unmarked)
 		printf(", named -: active in member 0's superblock, the next open marks it failed; shown as then, not read\n");
 	else if (m->lost)
 		printf(", failed (member 0's superblock marks it): not read\n");
@@ -664,6 +711,8 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < c.nr_members; i++)
 		print_member(&c, i);
+	if (c.nr_members > 1)
+		printf("# cache set: %s\n", bch_set_describe(&c));
 	if (!prio_ok(&c) || !c.uuid_csum_ok)
 		bad = true;
 

@@ -103,6 +103,9 @@ static void print_sb(const struct bch_sb_disk *sb, uint64_t dev_sectors)
 		       (unsigned long long)(flags & ~BCH_SB_CLEAN));
 	putchar('\n');
 	printf("sb.seq\t%llu\n", (unsigned long long)le64toh(sb->seq));
+	/* the kernel's bch_member_joining(): no open set wrote it yet */
+	if (le32toh(sb->version) != 2 && !le64toh(sb->seq))
+		printf("sb.joining\tyes: make-bcache --add formatted this member, no open set has written it; it joins its set at the next open, and member 0's member table decides until then\n");
 	print_time("sb.created", le64toh(sb->created));
 	print_time("sb.last_attach", le64toh(sb->last_attach));
 	print_sectors("block_size", le32toh(sb->block_size));

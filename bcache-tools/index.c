@@ -184,14 +184,79 @@ struct bch_cache *bch_member(const struct bch_cache *c, unsigned int dev)
 	return dev < c->nr_members ? c->members[dev] : NULL;
 }
 
-bool bch_set_degraded(const struct bch_cache *c)
+/* Members with a device the next open uses: live ones, and those that join. */
+unsigned int bch_set_live(const struct bch_cache *c)
 {
-	unsigned int i;
+	unsigned int i, n = 0;
 
 	for (i = 0; i < c->nr_members; i++)
-		if (c->members[i]->lost)
+		n += !c->members[i]->lost || c->members[i]->joining;
+	return n;
+}
+
+bool bch_set_degraded(const struct bch_cache *c)
+{
+	const struct bch_cache *m;
+	unsigned int i;
+
+	for (i = 0; i < c->nr_members; i++) {
+		m = c->members[i];
+		if (m->lost && !m->removed && !m->joining)
 			return true;
-	return false;
+	}
+	return c->nr_members > 1 && bch_set_live(c) < 2;
+}
+
+const char *bch_set_describe(const struct bch_cache *c)
+{
+	static char buf[128];
+	unsigned int i, removed = 0, joining = 0;
+	char also[48] = "";
+	const char *state = "all named";
+
+	for (i = 0; i < c->nr_members; i++) {
+		removed += c->members[i]->removed;
+		joining += c->members[i]->joining;
+	}
+	if (removed && joining)
+		snprintf(also, sizeof(also), " (%u removed, %u joining)", removed, joining);
+	else if (removed)
+		snprintf(also, sizeof(also), " (%u removed)", removed);
+	else if (joining)
+		snprintf(also, sizeof(also), " (%u joining)", joining);
+	if (bch_set_degraded(c))
+		state = bch_set_live(c) < 2 ? "degraded: one member left" : "degraded";
+	snprintf(buf, sizeof(buf), "%u members%s, %s", c->nr_members, also, state);
+	return buf;
+}
+
+int bch_key_stray_ptr(const struct bch_cache *c, const struct bch_bkey *k)
+{
+	const struct bch_cache *m;
+	unsigned int i;
+
+	for (i = 0; i < k->nptrs; i++) {
+		m = bch_member(c, bch_ptr_dev(k->ptr[i]));
+		if (m && (m->removed || m->joining))
+			return bch_ptr_dev(k->ptr[i]);
+	}
+	return -1;
+}
+
+const char *bch_stray_why(const struct bch_cache *c, unsigned int dev)
+{
+	static char buf[2][192];
+	static unsigned int next;
+	char *s = buf[next++ % ARRAY_SIZE(buf)];
+	const struct bch_cache *m = bch_member(c, dev);
+
+	if (m && m->joining)
+		snprintf(s, sizeof(buf[0]), "member %u, which joins the set at the next open (make-bcache --add gave it an index no key can point to: the key would take the new member's data for its own)",
+			 dev);
+	else
+		snprintf(s, sizeof(buf[0]), "member %u, which its set removed (once no key pointed to it): none should, a member added at its index would take the key's copy for its own",
+			 dev);
+	return s;
 }
 
 const char *bch_bucket_name(const struct bch_cache *c, unsigned int dev, u64 nr)
@@ -207,10 +272,29 @@ const char *bch_bucket_name(const struct bch_cache *c, unsigned int dev, u64 nr)
 	return s;
 }
 
-/* Members ACTIVE or FAILED: those whose keys may be in the index. */
-static unsigned int members_in_use(const struct bch_sb_disk *sb)
+/*
+ * The set's member count, as the kernel's bch_members_place() has it:
+ * the highest index not NONE, plus one. A REMOVED member keeps its index
+ * (a set of several left with one member is still a set of several), so
+ * indexes may have gaps.
+ */
+static unsigned int members_nr(const struct bch_sb_disk *sb)
 {
-	return bch_sb_members(sb, BCH_MEMBER_ACTIVE) + bch_sb_members(sb, BCH_MEMBER_FAILED);
+	unsigned int i, nr = 0;
+
+	for (i = 0; i < BCH_MAX_MEMBERS; i++)
+		if (le32toh(sb->members[i].state) != BCH_MEMBER_NONE)
+			nr = i + 1;
+	return nr;
+}
+
+/*
+ * A device make-bcache --add formatted that no open set has written yet
+ * (the kernel's bch_member_joining()): superblock seq 0.
+ */
+static bool sb_joining(const struct bch_sb_disk *sb)
+{
+	return le32toh(sb->version) != 2 && !le64toh(sb->seq);
 }
 
 /* Same set, layout version and sizes, each member once (NULL: "-"), as @first. */
@@ -251,7 +335,7 @@ static int check_seqs(struct bch_cache **m, unsigned int n, const struct bch_cac
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
-		if (!m[i])
+		if (!m[i] || m[i]->joining)
 			continue;
 		seq = le64toh(m[i]->sb.seq);
 		if (seq == seq0 + 1)
@@ -265,23 +349,33 @@ static int check_seqs(struct bch_cache **m, unsigned int n, const struct bch_cac
 }
 
 /*
- * Device @m against its entry in member 0's table (@m0, @nr members in
- * use, numbered from 0): a member it names ACTIVE, as it names it. One
- * it names FAILED is refused: its superblock stopped being written when
- * it was lost.
+ * Device @m against its entry in member 0's table (@m0), as the kernel's
+ * bch_member_check(): a member it names ACTIVE, as it names it. One it
+ * names FAILED is refused: its superblock stopped being written when it
+ * was lost; one it names REMOVED too: it is no member any more. A device
+ * make-bcache --add formatted (seq 0, @m->joining) joins at an index no
+ * key can point to: NONE or REMOVED in member 0's table.
  */
-static int check_entry(const struct bch_cache *m0, const struct bch_cache *m, unsigned int nr)
+static int check_entry(const struct bch_cache *m0, const struct bch_cache *m)
 {
 	u32 idx = le32toh(m->sb.dev_idx);
 	const struct bch_member_disk *e = &m0->sb.members[idx];
+	u32 state = le32toh(e->state);
 
-	if (idx >= nr)
-		return bch_err("%s is member %u: members not numbered from 0 are not supported",
-			       m->dev.path, idx);
-	if (le32toh(e->state) == BCH_MEMBER_FAILED)
+	if (m->joining) {
+		if (state == BCH_MEMBER_NONE || state == BCH_MEMBER_REMOVED)
+			return 0;
+		return bch_err("%s is a new member (superblock seq 0: make-bcache --add formatted it) at index %u, which member 0's superblock has %s: the index is in use; format it again with make-bcache --add",
+			       m->dev.path, idx,
+			       state == BCH_MEMBER_ACTIVE ? "active" : "failed");
+	}
+	if (state == BCH_MEMBER_FAILED)
 		return bch_err("%s is member %u, which its set marks failed (in member 0's superblock): its own superblock is out of date; leave it out (or name it -)",
 			       m->dev.path, idx);
-	if (le32toh(e->state) != BCH_MEMBER_ACTIVE || memcmp(e->uuid, m->sb.uuid, 16) ||
+	if (state == BCH_MEMBER_REMOVED)
+		return bch_err("%s is member %u, which its set removed (in member 0's superblock): it is no member any more; leave it out, or make-bcache --add it again",
+			       m->dev.path, idx);
+	if (state != BCH_MEMBER_ACTIVE || memcmp(e->uuid, m->sb.uuid, 16) ||
 	    e->nbuckets != m->sb.nbuckets)
 		return bch_err("%s is not the member %u of the set that member 0 names",
 			       m->dev.path, idx);
@@ -289,23 +383,28 @@ static int check_entry(const struct bch_cache *m0, const struct bch_cache *m, un
 }
 
 /*
- * The members of member 0's table (@m0, @nr in use) that no device was
+ * The members of member 0's table (@m0, @nr in all) that no device was
  * named for (!@named[idx]): each FAILED, or ACTIVE and named "-" (the
- * @dashes stand for those first, then for FAILED ones).
+ * @dashes stand for those first, then for FAILED ones), or REMOVED (never
+ * named, not even "-").
  */
 static int check_unnamed(const struct bch_cache *m0, const bool *named, unsigned int nr,
 			 unsigned int dashes)
 {
-	unsigned int i, unnamed = 0, active = 0;
+	unsigned int i, unnamed = 0, active = 0, removed = 0;
 	u32 state;
 
 	for (i = 0; i < nr; i++) {
 		if (named[i])
 			continue;
 		state = le32toh(m0->sb.members[i].state);
+		if (state == BCH_MEMBER_REMOVED) {
+			removed++;
+			continue;
+		}
 		if (state != BCH_MEMBER_ACTIVE && state != BCH_MEMBER_FAILED)
-			return bch_err("%s: the members of its cache set are not numbered from 0: not supported",
-				       m0->dev.path);
+			return bch_err("%s: the members of its cache set are not numbered from 0 (member %u has no device and no state): not supported",
+				       m0->dev.path, i);
 		unnamed++;
 		active += state == BCH_MEMBER_ACTIVE;
 	}
@@ -314,8 +413,9 @@ static int check_unnamed(const struct bch_cache *m0, const bool *named, unsigned
 			       m0->dev.path, nr, active - dashes,
 			       active - dashes == 1 ? " is" : "s are");
 	if (dashes > unnamed)
-		return bch_err("%s is member 0 of a set of %u members: %u named -, but %u member%s not named",
-			       m0->dev.path, nr, dashes, unnamed, unnamed == 1 ? " is" : "s are");
+		return bch_err("%s is member 0 of a set of %u members: %u named -, but %u member%s not named%s",
+			       m0->dev.path, nr, dashes, unnamed, unnamed == 1 ? " is" : "s are",
+			       removed ? " (a member its set removed is not named, not even -)" : "");
 	return 0;
 }
 
@@ -327,27 +427,37 @@ static int check_unnamed(const struct bch_cache *m0, const bool *named, unsigned
 static int check_set(struct bch_cache **m, unsigned int n, const struct bch_cache *m0,
 		     unsigned int *nr, bool *named, bool *ahead)
 {
-	unsigned int i, dashes = 0;
+	unsigned int i, idx, dashes = 0;
 
-	*nr = members_in_use(&m0->sb);
+	*nr = members_nr(&m0->sb);
 	for (i = 0; i < n; i++) {
 		if (!m[i]) {
 			dashes++;
 			continue;
 		}
-		if (check_entry(m0, m[i], *nr))
+		/* only its superblock is read: no key may point to it */
+		m[i]->joining = m[i] != m0 && sb_joining(&m[i]->sb);
+		m[i]->lost = m[i]->joining;
+		if (check_entry(m0, m[i]))
 			return -1;
-		named[le32toh(m[i]->sb.dev_idx)] = true;
+		idx = le32toh(m[i]->sb.dev_idx);
+		named[idx] = true;
+		/* the kernel's count takes in a member that joins past it */
+		if (idx >= *nr)
+			*nr = idx + 1;
 	}
 	if (check_unnamed(m0, named, *nr, dashes))
 		return -1;
 	return check_seqs(m, n, m0, ahead);
 }
 
-/* A device named alone, a set of one: v2, or the only member in use. */
+/*
+ * A device named alone, a set of one: v2, or a set of one index (a set
+ * of several left with one member, the others REMOVED, is still one).
+ */
 static bool set_of_one(const struct bch_sb_disk *sb)
 {
-	return le32toh(sb->version) == 2 || members_in_use(sb) <= 1;
+	return le32toh(sb->version) == 2 || members_nr(sb) <= 1;
 }
 
 /* One device named, a set of one: @c. */
@@ -359,13 +469,19 @@ static void assemble_one(struct bch_cache *c, struct bch_cache *m)
 }
 
 /*
- * Member @idx, which the set lost (not named): no device, its geometry
- * from member 0's (@m0) table, as the kernel's bch_member_missing().
+ * Member @idx, which the set lost (not named) or removed: no device, its
+ * geometry from member 0's (@m0) table, as the kernel's
+ * bch_member_missing(). A REMOVED entry's geometry is not validated
+ * (bch_sb_members_invalid()): one that is not of the set's bucket size
+ * and of a bucket count it could have becomes a member of no buckets,
+ * every pointer to which is invalid (the kernel would divide by its
+ * bucket size).
  */
 static struct bch_cache *member_lost(const struct bch_cache *m0, unsigned int idx)
 {
 	const struct bch_member_disk *e = &m0->sb.members[idx];
 	struct bch_cache *m = calloc(1, sizeof(*m));
+	u32 state = le32toh(e->state);
 
 	if (!m) {
 		bch_err("out of memory");
@@ -379,11 +495,18 @@ static struct bch_cache *member_lost(const struct bch_cache *m0, unsigned int id
 	m->sb.block_size = m0->sb.block_size;
 	m->sb.bucket_size = e->bucket_size;
 	m->sb.nbuckets = e->nbuckets;
-	m->sb.first_bucket = htole64(bch_first_bucket(le64toh(e->nbuckets),
-						      le32toh(e->bucket_size)));
+	if (state == BCH_MEMBER_REMOVED &&
+	    (e->bucket_size != m0->sb.bucket_size || !le64toh(e->nbuckets) ||
+	     le64toh(e->nbuckets) > BCH_MAX_BUCKETS)) {
+		m->sb.bucket_size = m0->sb.bucket_size;
+		m->sb.nbuckets = 0;
+	}
+	m->sb.first_bucket = htole64(bch_first_bucket(le64toh(m->sb.nbuckets),
+						      le32toh(m->sb.bucket_size)));
 	bch_cache_sb_fields(m);
 	m->lost = true;
-	m->unmarked = le32toh(e->state) == BCH_MEMBER_ACTIVE;
+	m->unmarked = state == BCH_MEMBER_ACTIVE;
+	m->removed = state == BCH_MEMBER_REMOVED;
 	return m;
 }
 
@@ -435,7 +558,7 @@ int bch_set_assemble(struct bch_cache *c, struct bch_cache **named, unsigned int
 	if (!m0)
 		return bch_err("%s is member %u of a set of %u members: member 0 is not named: name it (it holds the index: the set cannot do without it)",
 			       first->dev.path, le32toh(first->sb.dev_idx),
-			       members_in_use(&first->sb));
+			       members_nr(&first->sb));
 	if (check_set(named, n, m0, &nr, is_named, &ahead))
 		return -1;
 	for (i = 0; i < nr; i++) {
@@ -707,6 +830,9 @@ int bch_index_load(struct bch_cache *c, const struct bch_btree_ops *ops)
 	for (i = 0; i < c->nr_members; i++) {
 		struct bch_cache *m = c->members[i];
 
+		/* nothing of a lost member is read (bch_index_io()) */
+		if (m->lost)
+			continue;
 		if (!m->node_level)
 			m->node_level = calloc(m->nbuckets, 1);
 		if (!m->node_level) {

@@ -11,7 +11,10 @@
  * 0's holding the set (bch_set_assemble()): its superblock, UUID table,
  * journal and index; each member its own device and bucket array. A
  * member the set lost has neither (lost): as in the kernel, its copies
- * count as stale (bch_ptr_stale()).
+ * count as stale (bch_ptr_stale()). So has a member the set removed (it
+ * keeps its index: indexes may have gaps), and nothing but the
+ * superblock of one that joins at the next open is read: no key may
+ * point to either (bch_key_stray_ptr()).
  */
 #ifndef _BCACHE_TOOLS_INDEX_H
 #define _BCACHE_TOOLS_INDEX_H
@@ -61,10 +64,15 @@ struct bch_cache {
 	/*
 	 * A member of the set that is lost: member 0's superblock marks it
 	 * FAILED, or it was named "-" (unmarked: still ACTIVE there, the
-	 * kernel marks it at the next open). No device, no bucket array:
-	 * only its geometry, from member 0's member table.
+	 * kernel marks it at the next open), or REMOVED (removed: not named,
+	 * a placeholder for its index). No device, no bucket array: only
+	 * its geometry, from member 0's member table. A member that joins
+	 * (make-bcache --add formatted it, superblock seq 0; its index NONE
+	 * or REMOVED in member 0's table) is lost too for what the index
+	 * holds, but has its device and superblock: the next open takes it
+	 * in, live.
 	 */
-	bool			lost, unmarked;
+	bool			lost, unmarked, removed, joining;
 	/* nodes made while replaying the journal: memory only, from nbuckets up */
 	u64			mem_next;
 	/*
@@ -152,9 +160,13 @@ static inline bool bch_missing_name(const char *path)
  * (bch_members_place()): member 0's superblock decides; every member it
  * names ACTIVE is named once, or "-"; one it names FAILED is left out (or
  * "-"): its device is refused (its superblock stopped being written);
- * all of one set, each at the set's last superblock write. One device
- * that is the only member in use (ACTIVE or FAILED) is a set of one, as
- * always. The members not named are lost. On success @c is member 0 and
+ * one it names REMOVED is left out (not even "-"): its device is refused;
+ * a device make-bcache --add formatted (seq 0) at an index it names NONE
+ * or REMOVED joins; all of one set, each at the set's last superblock
+ * write (but those that join). The set has as many members as its
+ * highest index not NONE (or that joins) + 1. One device whose table has
+ * no index but its own (0) is a set of one, as always. The members not
+ * named are lost. On success @c is member 0 and
  * owns the others (named[] is cleared; free()d if it held member 0);
  * else -1 with bch_strerror() saying why, named[] left to the caller.
  */
@@ -191,8 +203,26 @@ static inline unsigned int bch_member_idx(const struct bch_cache *m)
 	return le32toh(m->sb.dev_idx);
 }
 
-/* Is a member of the set lost? */
+/* Members whose device the next open uses: live ones and those that join. */
+unsigned int bch_set_live(const struct bch_cache *c);
+/*
+ * Does the next open run the set degraded, as the kernel's status says:
+ * a member lost that is not removed, or a set of several with fewer than
+ * two live members (dirty writes need two)?
+ */
 bool bch_set_degraded(const struct bch_cache *c);
+/*
+ * "N members (R removed, J joining), STATE": STATE "all named",
+ * "degraded", or "degraded: one member left" (bch_set_degraded(), and
+ * fewer than two live members). A static buffer.
+ */
+const char *bch_set_describe(const struct bch_cache *c);
+/*
+ * The member of a pointer of @k that no key may point to (REMOVED, or
+ * one that joins), or -1; bch_stray_why() says why, after "points to ".
+ */
+int bch_key_stray_ptr(const struct bch_cache *c, const struct bch_bkey *k);
+const char *bch_stray_why(const struct bch_cache *c, unsigned int dev);
 /* "bucket N", or "member M bucket N" in a set of several (rotating buffers). */
 const char *bch_bucket_name(const struct bch_cache *c, unsigned int dev, u64 nr);
 /* Read the current bucket array and UUID table copies and checksum them. */

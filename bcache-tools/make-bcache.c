@@ -593,6 +593,21 @@ static int read_set(const char *path, struct opts *o, struct bch_sb_disk *set,
 }
 
 /*
+ * The members of the set @sb's table names once the new member joins, as
+ * the kernel counts them: its highest index in use + 1 (a REMOVED member
+ * keeps its index).
+ */
+static unsigned int set_members(const struct bch_sb_disk *sb)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < BCH_MAX_MEMBERS; i++)
+		if (le32toh(sb->members[i].state) != BCH_MEMBER_NONE)
+			n = i + 1;
+	return n;
+}
+
+/*
  * The new member's superblock: the set's member table with itself ACTIVE
  * at @idx, and seq 0, which says to the kernel that it joins (it was
  * never written by an open set).
@@ -670,9 +685,7 @@ int main(int argc, char **argv)
 
 	if (!o.quiet)
 		for (i = 0; i < n; i++)
-			summary(&m[i].sb, m[i].dev.path, o.add_to ?
-				bch_sb_members(&m[i].sb, BCH_MEMBER_ACTIVE) +
-				bch_sb_members(&m[i].sb, BCH_MEMBER_FAILED) : n);
+			summary(&m[i].sb, m[i].dev.path, o.add_to ? set_members(&m[i].sb) : n);
 	ret = 0;
 	goto out;
 err:

@@ -92,6 +92,19 @@
  *     fail1      then member 1 lost, as the kernel leaves it: FAILED
  *                in member 0's table, written with the next seq;
  *                member 1's own superblock as it was
+ *     m2=FILE2   FILE2 is member 2 (make-bcache FILE0 FILE1 FILE2): the
+ *                copies that go to member 1 above go to member 2
+ *                instead (its first data buckets); member 1 holds none.
+ *                stale1 then bumps member 2's gen
+ *     removed1   member 1 lost and then removed, as the kernel leaves it
+ *                once a GC pass found no key pointing to it: REMOVED in
+ *                the tables, written with the next seq to member 0 and
+ *                the members still active; member 1's own superblock as
+ *                it was; the keys' copies on it dropped, a key left with
+ *                none dropped too (with m2=: nothing to drop)
+ *     removed2   the same for member 2 (with m2=)
+ *     keepptrs   with removed1 or removed2: the keys keep their copies
+ *                on the removed member (which none should)
  *
  *   fixture upgrade FILE [stop]   bcache-check --upgrade's steps, without
  *                                 its check: the version 3 index written
@@ -430,8 +443,7 @@ static void write_member_meta(struct bch_cache *m, int dseq)
 }
 
 /* A key of slot 0 epoch 1, its data (8 sectors) at each of its copies. */
-static void set_key(struct bch_cache *m1, u64 end, bool dirty, const u64 *ptr,
-		    unsigned int nptrs)
+static void set_key(u64 end, bool dirty, const u64 *ptr, unsigned int nptrs)
 {
 	static u8 buf[8 << BCH_SECTOR_SHIFT];
 	struct bch_cache *m;
@@ -439,6 +451,8 @@ static void set_key(struct bch_cache *m1, u64 end, bool dirty, const u64 *ptr,
 	unsigned int i;
 	size_t j;
 
+	if (!nptrs)
+		return;		/* every copy dropped: no key */
 	for (j = 0; j < sizeof(buf); j++)
 		buf[j] = fx_pattern(end * 8 + (j >> BCH_SECTOR_SHIFT), j & (BCH_SECTOR_SIZE - 1));
 	k.inode = 1 << BCH_INODE_SLOT_BITS;
@@ -449,7 +463,7 @@ static void set_key(struct bch_cache *m1, u64 end, bool dirty, const u64 *ptr,
 	k.csum_sectors = 8;
 	k.nptrs = nptrs;
 	for (i = 0; i < nptrs; i++) {
-		m = bch_ptr_dev(ptr[i]) ? m1 : &c;
+		m = bch_member(&c, bch_ptr_dev(ptr[i]));
 		k.ptr[i] = bch_ptr(bch_ptr_dev(ptr[i]),
 				   m->prio[bch_ptr_sector(ptr[i]) / m->bucket_size].gen,
 				   bch_ptr_sector(ptr[i]));
@@ -460,12 +474,38 @@ static void set_key(struct bch_cache *m1, u64 end, bool dirty, const u64 *ptr,
 	fx_insert(&k);
 }
 
+/*
+ * The @n pointers at @p but those to a member in @drop (removed: the
+ * kernel's GC dropped them), moved to the front; how many are left.
+ */
+static unsigned int set_ptrs(u64 *p, unsigned int n, const bool *drop)
+{
+	unsigned int i, left = 0;
+
+	for (i = 0; i < n; i++)
+		if (!drop[bch_ptr_dev(p[i])])
+			p[left++] = p[i];
+	return left;
+}
+
+/* Member @m's first data bucket's first sector. */
+static u64 set_data_first(const struct bch_cache *m)
+{
+	u64 jfirst = le64toh(m->sb.journal_first);
+
+	return (jfirst == m->first_bucket ? jfirst + le32toh(m->sb.journal_buckets) :
+		m->first_bucket) * m->bucket_size;
+}
+
 static int do_set(int argc, char **argv)
 {
-	static struct bch_cache m1;
-	bool stale0 = false, stale1 = false, dirty1 = false, fail1 = false;
+	static struct bch_cache m1, m2;
+	bool stale0 = false, stale1 = false, dirty1 = false, fail1 = false, keep = false;
+	bool removed[BCH_MAX_MEMBERS] = { false }, drop[BCH_MAX_MEMBERS] = { false };
+	const char *path2 = NULL;
+	struct bch_cache *om;	/* the member the copies not on member 0 go to */
 	struct bch_bkey root;
-	unsigned int level;
+	unsigned int level, o, i;
 	int a, dseq = 0;
 	u64 d0, d1, p[2];
 
@@ -484,6 +524,14 @@ static int do_set(int argc, char **argv)
 			dseq = 1;
 		else if (!strcmp(argv[a], "nodes1"))
 			node_dev = 1;
+		else if (!strncmp(argv[a], "m2=", 3))
+			path2 = argv[a] + 3;
+		else if (!strcmp(argv[a], "removed1"))
+			removed[1] = true;
+		else if (!strcmp(argv[a], "removed2"))
+			removed[2] = true;
+		else if (!strcmp(argv[a], "keepptrs"))
+			keep = true;
 		else
 			die("unknown option");
 	}
@@ -492,31 +540,46 @@ static int do_set(int argc, char **argv)
 		die(bch_strerror());
 	if (le32toh(c.sb.version) != 3 || le32toh(c.sb.dev_idx) || le32toh(m1.sb.dev_idx) != 1)
 		die("set: FILE0 and FILE1 must be members 0 and 1 of a version 3 set");
-	d0 = data_first() * c.bucket_size;
-	d1 = (le64toh(m1.sb.journal_first) == m1.first_bucket ?
-	      m1.first_bucket + le32toh(m1.sb.journal_buckets) : m1.first_bucket) * m1.bucket_size;
-	/* the set, for node IO on either member (bch_index_io()) */
+	if (path2 && (bch_cache_open(&m2, path2, true) || bch_cache_read_meta(&m2)))
+		die(bch_strerror());
+	if (path2 && le32toh(m2.sb.dev_idx) != 2)
+		die("set: m2=FILE must be member 2 of the set");
+	if ((removed[2] && !path2) || (fail1 && removed[1]) ||
+	    (keep && !removed[1] && !removed[2]) || (node_dev && removed[1]))
+		die("set: bad options");
+	/* the set, for node IO on any member (bch_index_io()) */
 	c.members[1] = &m1;
 	bch_sb_geom(&m1.sb, &c.geom[1]);
 	c.nr_members = 2;
+	if (path2) {
+		c.members[2] = &m2;
+		bch_sb_geom(&m2.sb, &c.geom[2]);
+		c.nr_members = 3;
+	}
+	o = path2 ? 2 : 1;
+	om = c.members[o];
+	d0 = data_first() * c.bucket_size;
+	d1 = set_data_first(om);
 	node_limit = data_first() + 1;
 	next_node = bch_member(&c, node_dev)->nbuckets - 1;
+	for (i = 0; i < BCH_MAX_MEMBERS; i++)
+		drop[i] = removed[i] && !keep;
 
 	set_slot(0, FIXTURE_UUID);
 	bch_index_setup(&c, &fx_ops);
 	if (bch_btree_init(&c.b))
 		die("btree init failed");
 	p[0] = bch_ptr(0, 0, d0);
-	p[1] = bch_ptr(1, 0, d1);
-	set_key(&m1, 8, true, p, 2);
-	p[0] = bch_ptr(1, 0, d1 + m1.bucket_size);
-	set_key(&m1, 16, dirty1, p, 1);
-	p[0] = bch_ptr(1, 0, d1 + 8);
+	p[1] = bch_ptr(o, 0, d1);
+	set_key(8, true, p, set_ptrs(p, 2, drop));
+	p[0] = bch_ptr(o, 0, d1 + om->bucket_size);
+	set_key(16, dirty1, p, set_ptrs(p, 1, drop));
+	p[0] = bch_ptr(o, 0, d1 + 8);
 	p[1] = bch_ptr(0, 0, d0 + 8);
-	set_key(&m1, 24, true, p, 2);
+	set_key(24, true, p, set_ptrs(p, 2, drop));
 	fx_flush();
 	if (stale1)
-		m1.prio[d1 / m1.bucket_size].gen++;
+		om->prio[d1 / om->bucket_size].gen++;
 	if (stale0)
 		c.prio[d0 / c.bucket_size].gen++;
 
@@ -526,14 +589,27 @@ static int do_set(int argc, char **argv)
 	c.sb.flags = htole64(BCH_SB_CLEAN);
 	write_meta();
 	write_member_meta(&m1, dseq);
-	if (fail1) {
-		c.sb.members[1].state = htole32(BCH_MEMBER_FAILED);
+	if (path2)
+		write_member_meta(&m2, 0);
+	if (fail1 || removed[1] || removed[2]) {
+		if (fail1)
+			c.sb.members[1].state = htole32(BCH_MEMBER_FAILED);
+		for (i = 1; i < BCH_MAX_MEMBERS; i++)
+			if (removed[i])
+				c.sb.members[i].state = htole32(BCH_MEMBER_REMOVED);
 		write_meta();
+		/* the members still active get the write; the lost ones not */
+		for (i = 1; i < c.nr_members; i++)
+			if (le32toh(c.sb.members[i].state) == BCH_MEMBER_ACTIVE)
+				write_member_meta(c.members[i], 0);
 	}
 	printf("root %u:%llu level %u data %llu %llu\n", bch_ptr_dev(root.ptr[0]),
 	       (unsigned long long)(bch_key_sector(&root) / c.bucket_size), level,
-	       (unsigned long long)(d0 / c.bucket_size), (unsigned long long)(d1 / m1.bucket_size));
-	c.nr_members = 1;	/* m1 is not the set's to free */
+	       (unsigned long long)(d0 / c.bucket_size),
+	       (unsigned long long)(d1 / om->bucket_size));
+	if (path2)
+		bch_cache_close(&m2);
+	c.nr_members = 1;	/* m1 and m2 are not the set's to free */
 	bch_cache_close(&m1);
 	bch_cache_close(&c);
 	return 0;

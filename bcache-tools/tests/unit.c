@@ -896,12 +896,17 @@ static void test_set_format(void)
 	      has(out, "consistent"),
 	      "bcache-check --repair on a consistent set of 2: nothing to repair, exit 0");
 
-	/* one member left in use (the other removed): a set of one again */
+	/*
+	 * One member left in use, the other REMOVED: still a set of two (a
+	 * REMOVED member keeps its index, as in the kernel), whose member 0
+	 * (which the kernel never removes: it holds the index) is not named.
+	 */
 	read_sb(p[1], &sb[1]);
 	sb[1].members[0].state = htole32(BCH_MEMBER_REMOVED);
 	write_sb(p[1], &sb[1]);
-	check(run("bcache-check", p[1], NULL) == 0 && has(out, "consistent"),
-	      "bcache-check on a member whose other member is REMOVED: checked, exit 0");
+	check(run("bcache-check", p[1], NULL) == 3 &&
+	      has(err, "is member 1 of a set of 2 members: " SET_NO_MEMBER0),
+	      "bcache-check on a member whose other member, member 0, is REMOVED: still a set of 2, refused");
 	check(run("bcache-super-show", p[1], NULL) == 0 &&
 	      has(out, "sb.dev_idx\t1\n") &&
 	      has(out, "member.0.state\tremoved\n") &&
@@ -1131,6 +1136,17 @@ static void test_member_rules(void)
 	check(run("bcache-super-show", b, NULL) == 0 &&
 	      has(out, "member.1.state\tremoved\n"),
 	      "super-show: a REMOVED member's geometry is not checked");
+	/* nor used: member 0 alone is the set, of two members still */
+	check(run("bcache-check", b, NULL) == 0 &&
+	      has(out, "cache set: 2 members (1 removed), degraded: one member left;"),
+	      "bcache-check: member 0 alone, member 1 REMOVED with buckets smaller than a block");
+	sb.members[1].bucket_size = 0;
+	sb.members[1].nbuckets = htole64(1ULL << 60);
+	write_sb(b, &sb);
+	check(run("bcache-check", "-d", b, NULL) == 0 && has(out, ": consistent\n"),
+	      "bcache-check: member 1 REMOVED with buckets of 0 sectors, 2^60 of them");
+	check(run("bcache-dump", b, NULL) == 0 && has(out, "member 1 of 2, removed"),
+	      "bcache-dump: the same");
 	sb = good;
 	memcpy(sb.members[1].uuid, sb.members[0].uuid, 16);
 	write_sb(b, &sb);

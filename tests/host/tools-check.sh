@@ -1010,6 +1010,14 @@ if [ "$V" = 3 ]; then
 	join dg0 jd
 	run 0 "join: a degraded set" bcache-check dg0 - jd
 	has "join: still degraded (member 1 failed)" "^cache set: 3 members \(1 joining\), degraded; "
+	# a set of three left with member 0: the first removed index
+	join ol0 jo
+	run 0 "join: a set of three with one member left" bcache-check ol0 jo
+	has "join: one removed, one joining" "^cache set: 3 members \(1 removed, 1 joining\), all named; "
+	rm -f jo2
+	truncate -s 64M jo2
+	run 0 "join: make-bcache's summary" make-bcache --add ol0 jo2
+	has "join: member 1 of the set's 3" "^  member        1 of 3$"
 	# keys pointing to the index it takes: none should
 	join rk0 jk
 	run 1 "join: keys pointing to its index" bcache-check rk0 jk
@@ -1018,8 +1026,12 @@ if [ "$V" = 3 ]; then
 	U=5e75e75e-0000-4000-8000-000000000005
 	rm -f ua0 ua1 ub0 ub1
 	truncate -s 64M ua0 ua1 ub0 ub1
-	make-bcache -q --cset-uuid $U ua0 ua1 >/dev/null && make-bcache -q --cset-uuid $U ub0 ub1 >/dev/null &&
-		fixture set ub0 ub1 removed1 >/dev/null || bad "two sets of one uuid"
+	if ! make-bcache -q --cset-uuid $U ua0 ua1 >/dev/null ||
+	   ! make-bcache -q --cset-uuid $U ub0 ub1 >/dev/null ||
+	   ! fixture set ub0 ub1 removed1 >/dev/null; then
+		bad "two sets of one uuid"
+		exit 1
+	fi
 	join ub0 uj
 	run 3 "join: its index in use" bcache-check ua0 uj
 	has "join: as the kernel refuses it" "^bcache-check: uj is a new member \(superblock seq 0: make-bcache --add formatted it\) at index 1, which member 0's superblock has active: the index is in use; format it again with make-bcache --add$"
