@@ -272,7 +272,8 @@ static int bch_origin_fingerprint(struct bch_cache_set *set,
 
 	if (bdev_nr_sectors(origin) < BCH_FINGERPRINT_SECTORS)
 		return -ENOSPC;
-	buf = kmalloc(len, GFP_KERNEL);
+	/* Under set->lock, which the journal may wait for (member.c). */
+	buf = kmalloc(len, GFP_NOIO);
 	if (!buf)
 		return -ENOMEM;
 	r = bch_dev_io(set, origin, REQ_OP_READ, 0, buf, len);
@@ -391,7 +392,8 @@ int bch_slot_attach(struct bch_cache_set *set, struct bch_target *bt,
 	bt->slot = i;
 	if (s->holders)
 		goto held;
-	s->track = kcalloc(BCH_TRACKS, sizeof(*s->track), GFP_KERNEL);
+	/* Under set->lock, which the journal may wait for (member.c). */
+	s->track = kcalloc(BCH_TRACKS, sizeof(*s->track), GFP_NOIO);
 	if (!s->track) {
 		*error = "cannot allocate the write tracker";
 		r = -ENOMEM;
