@@ -120,6 +120,7 @@ struct bch_member {
 	 */
 	unsigned long		lost;		/* bit 0 */
 	bool			removed;	/* and no pointer left to it */
+	bool			marked;		/* lost, and so on disk */
 	bool			joining;	/* make-bcache --add, at open */
 	atomic_t		io_errors;
 };

@@ -149,16 +149,29 @@ static void bch_member_work(struct work_struct *work)
  * a member lost since its last flush never made durable, and after a
  * crash that member must not come back ACTIVE. Process context.
  */
+/* Whether a member was lost or removed since the last superblock write. */
+static bool bch_members_unmarked(struct bch_cache_set *set)
+{
+	struct bch_member *m;
+
+	if (atomic_read(&set->marks_gen) != READ_ONCE(set->marks_done))
+		return true;
+	/* Lost, its count not bumped yet (bch_member_fail()). */
+	bch_for_each_member(m, set)
+		if (bch_member_failed(m) && !READ_ONCE(m->marked))
+			return true;
+	return false;
+}
+
 int bch_members_mark_sync(struct bch_cache_set *set)
 {
 	int r = 0;
 
-	if (atomic_read(&set->marks_gen) == READ_ONCE(set->marks_done))
+	if (!bch_members_unmarked(set))
 		return 0;
 	mutex_lock(&set->lock);
 	/* Every superblock write takes the marks (bch_sb_write()). */
-	if (atomic_read(&set->marks_gen) != set->marks_done &&
-	    !bch_cache_failed(set))
+	if (bch_members_unmarked(set) && !bch_cache_failed(set))
 		r = bch_sb_write(set);
 	mutex_unlock(&set->lock);
 	return r;

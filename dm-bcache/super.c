@@ -257,8 +257,14 @@ int bch_sb_write(struct bch_cache_set *set)
 		if (i && bch_fault_wait_ms(BCH_WAIT_SB_MEMBER))
 			msleep(bch_fault_wait_ms(BCH_WAIT_SB_MEMBER));
 	}
-	if (!r)
+	if (!r) {
 		set->marks_done = gen;
+		/* As written: not one lost after bch_members_mark() above. */
+		bch_for_each_member(m, set)
+			if (le32_to_cpu(sb->members[m->idx].state) !=
+			    BCH_MEMBER_ACTIVE)
+				WRITE_ONCE(m->marked, true);
+	}
 	return r;
 }
 
