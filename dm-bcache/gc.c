@@ -56,15 +56,13 @@ static void bch_gc_count(struct bch_cache_set *set, const struct bch_bkey *k,
 
 	if (!sectors)
 		return;
+	/* A key still points to a lost member: not REMOVED yet. */
+	bch_key_on_lost(set, k);
 	for (i = 0; i < k->nptrs; i++) {
 		struct bch_bucket *b = bch_gc_bucket(set, k->ptr[i]);
-		unsigned int dev = bch_ptr_dev(k->ptr[i]);
 
-		/* A key still points to a lost member: not REMOVED yet. */
-		if (dev < BCH_MAX_MEMBERS && test_bit(dev, &set->gc_failed)) {
-			set_bit(dev, &set->gc_failed_seen);
-			continue;
-		}
+		if (bch_loc_failed(set, k->ptr[i]))
+			continue;	/* its counts mean nothing */
 		if (!b || bch_ptr_gen(k->ptr[i]) != b->gen)
 			continue;	/* reused: not this key's any more */
 		b->gc_sectors += sectors;
